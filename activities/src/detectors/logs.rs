@@ -1,0 +1,342 @@
+//! Detectors over text written by applications: container logs and log queries.
+//!
+//! Application text is untrusted and can say anything, so these detectors never verify a cause
+//! on their own: a finding is verified only when the control plane shows a failure happened
+//! (`failure_observed`: a crash loop, an abnormal exit, a failed job) *and* the line sits at the
+//! end of the log, where the process wrote its last words before dying. A connection error in
+//! the middle of a healthy log is reported as a low-confidence observation, and text that
+//! tries to instruct the reader is skipped entirely.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::text::{
+    is_application_log, is_structural, is_tool_error_line, looks_like_injection, object_name,
+    quote_line,
+};
+use super::{Citation, Confidence, DetectionContext, DetectorKind, Finding, cite};
+use crate::evidence::Evidence;
+
+/// Lines from the end of a log that count as "the last words" of a crashed process.
+const TAIL_LINES: usize = 10;
+
+static CRASH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(\berr(or)?\b|\bfatal\b|\bpanic|exception\b|\bfail(ed|ure|s)?\b|\brefused\b|\bdenied\b|\bnot found\b|no such|\bmissing\b|\brequired\b|\binvalid\b|\bcannot\b|\bcan't\b|\bunable\b|could not|couldn't|\bundefined\b|not set\b|\bexpired\b|\btimed? ?out\b|\bkilled\b|\babort|segmentation|traceback|\bexit(ed|ing)?\b|x509|no space left)",
+    )
+    .expect("static regex")
+});
+static STRONG_CRASH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(panic:|fatal error:|Exception in thread|FATAL\b)").expect("static regex")
+});
+static DEPENDENCY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)connection refused|connection reset|connection timed out|connect(?:ion)? timeout|i/o timeout|could not connect|couldn't connect|failed to connect|unable to connect|cannot connect|can't connect|no route to host|host is unreachable|network is unreachable|all host\(s\) tried|no available connection|connection pool (?:exhausted|timeout)|\bECONNREFUSED\b|\bETIMEDOUT\b|\bEHOSTUNREACH\b|server closed the connection unexpectedly|could not translate host name|\bconnectexception\b",
+    )
+    .expect("static regex")
+});
+static DNS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)no such host|name or service not known|temporary failure in name resolution|could not resolve host|nodename nor servname|\bNXDOMAIN\b|server misbehaving|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|UnknownHostException|could not translate host name",
+    )
+    .expect("static regex")
+});
+static ENDPOINT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b((?:[A-Za-z][A-Za-z0-9-]*\.)*[A-Za-z][A-Za-z0-9-]*|\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b")
+        .expect("static regex")
+});
+static DNS_HOST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?:lookup|resolve host:?|host name|getaddrinfo \w+)\s+\\?"?([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z0-9])"#)
+        .expect("static regex")
+});
+static CERTIFICATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)certificate has expired|certificate (?:is )?expired|expiredcert|certificate is not yet valid|certificate signed by unknown authority|unknown authority|certificate verify failed|CERTIFICATE_VERIFY_FAILED|SSL certificate problem|tls: failed to verify certificate|certificate is valid for \S+,? not\b|x509:",
+    )
+    .expect("static regex")
+});
+static MISSING_CONFIG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:missing|required|not set|undefined|unset|no value for)\b.{0,40}\b(?:env(?:ironment)?(?: var(?:iable)?)?|config(?:uration)?|setting|key|variable|option|parameter)\b|\b(?:env(?:ironment)?(?: var(?:iable)?)?|config(?:uration)?(?: key)?|setting|variable|option|parameter)\b.{0,60}\b(?:is missing|missing|is required|not set|not defined|undefined|unset|is empty)\b|\bKeyError: '",
+    )
+    .expect("static regex")
+});
+static UPPER_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[A-Z]{4,}\b").expect("static regex")
+});
+static NO_SPACE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)no space left on device|\bENOSPC\b|disk (?:is )?full").expect("static regex")
+});
+
+/// The line that best explains why a process died: a Go panic / fatal line if there is one,
+/// otherwise the last error-ish line. Tool errors and injection text are never chosen.
+pub(super) fn crash_line(log: &str) -> Option<&str> {
+    let candidates = || {
+        log.lines()
+            .filter(|l| !l.trim().is_empty() && !is_tool_error_line(l) && !looks_like_injection(l))
+    };
+    candidates()
+        .find(|l| STRONG_CRASH_LINE.is_match(l))
+        .or_else(|| candidates().filter(|l| CRASH_LINE.is_match(l)).last())
+}
+
+/// Log-based detectors over all application-log evidence of the round.
+pub(super) fn detect(
+    evidence: &[Evidence],
+    ctx: &DetectionContext,
+    failure_observed: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for item in evidence {
+        let structural = is_structural(item);
+        if !is_application_log(item) && !structural {
+            continue;
+        }
+        let scan = LogScan::new(item, ctx, failure_observed, structural);
+        if !structural {
+            out.extend(scan.dependency_errors());
+            out.extend(scan.missing_config());
+            out.extend(scan.no_space());
+        }
+        out.extend(scan.certificate_errors());
+    }
+    out
+}
+
+struct LogScan<'a> {
+    evidence: &'a Evidence,
+    /// (line index, line), without blank lines, tool errors and injection text.
+    lines: Vec<(usize, &'a str)>,
+    tail_start: usize,
+    resource: Option<String>,
+    failure_observed: bool,
+    structural: bool,
+}
+
+impl<'a> LogScan<'a> {
+    fn new(
+        evidence: &'a Evidence,
+        ctx: &DetectionContext,
+        failure_observed: bool,
+        structural: bool,
+    ) -> Self {
+        let lines: Vec<(usize, &str)> = evidence
+            .excerpt
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| {
+                !l.trim().is_empty() && !is_tool_error_line(l) && !looks_like_injection(l)
+            })
+            .collect();
+        let tail_start = lines
+            .len()
+            .checked_sub(TAIL_LINES)
+            .and_then(|i| lines.get(i))
+            .map_or(0, |(index, _)| *index);
+        Self {
+            evidence,
+            lines,
+            tail_start,
+            resource: object_name(evidence).or_else(|| ctx.default_resource.clone()),
+            failure_observed,
+            structural,
+        }
+    }
+
+    /// Verified and confidence for a finding whose latest supporting line is `index`.
+    fn strength(&self, index: usize) -> (bool, Confidence) {
+        if self.structural {
+            return (true, Confidence::High);
+        }
+        let in_tail = index >= self.tail_start;
+        match (self.failure_observed, in_tail) {
+            (true, true) => (true, Confidence::High),
+            (true, false) => (false, Confidence::Medium),
+            (false, _) => (false, Confidence::Low),
+        }
+    }
+
+    fn in_pod(&self) -> String {
+        self.resource
+            .as_deref()
+            .map(|r| format!(" in `{r}`"))
+            .unwrap_or_default()
+    }
+
+    fn finding(
+        &self,
+        detector: DetectorKind,
+        title: String,
+        detail: String,
+        last_index: usize,
+        refs: Vec<Citation>,
+    ) -> Finding {
+        let (verified, confidence) = self.strength(last_index);
+        Finding {
+            detector,
+            title,
+            detail,
+            confidence,
+            verified,
+            resource: self.resource.clone(),
+            refs,
+            at: None,
+        }
+    }
+
+    /// Connection and DNS failures, one finding per endpoint.
+    fn dependency_errors(&self) -> Vec<Finding> {
+        // endpoint → (is_dns, count, last line index, last line)
+        let mut by_endpoint: BTreeMap<String, (bool, usize, usize, &str)> = BTreeMap::new();
+        for &(index, line) in &self.lines {
+            let dns = DNS.is_match(line);
+            if !dns && !DEPENDENCY.is_match(line) {
+                continue;
+            }
+            let endpoint = if dns {
+                DNS_HOST.captures(line).map(|c| c[1].to_string())
+            } else {
+                None
+            }
+            .or_else(|| {
+                ENDPOINT
+                    .captures_iter(line)
+                    .map(|c| format!("{}:{}", &c[1], &c[2]))
+                    .last()
+            })
+            .unwrap_or_else(|| "an unnamed dependency".to_string());
+            let entry = by_endpoint.entry(endpoint).or_insert((dns, 0, index, line));
+            entry.0 |= dns;
+            entry.1 += 1;
+            entry.2 = index;
+            entry.3 = line;
+        }
+        by_endpoint
+            .into_iter()
+            .map(|(endpoint, (dns, count, index, line))| {
+                let quote = quote_line(line);
+                let (title, what) = if dns {
+                    (
+                        format!("DNS resolution failing for {endpoint}"),
+                        "DNS lookups fail for",
+                    )
+                } else {
+                    (
+                        format!("Cannot connect to dependency {endpoint}"),
+                        "connections fail to",
+                    )
+                };
+                let times = if count == 1 {
+                    "once".to_string()
+                } else {
+                    format!("{count} times")
+                };
+                let detail = format!(
+                    "The log{} reports that {what} {endpoint} ({times}), last: `{quote}`",
+                    self.in_pod()
+                );
+                let refs = vec![cite(self.evidence, quote)];
+                self.finding(DetectorKind::DependencyError, title, detail, index, refs)
+            })
+            .collect()
+    }
+
+    fn certificate_errors(&self) -> Option<Finding> {
+        let matches: Vec<(usize, &str)> = self
+            .lines
+            .iter()
+            .copied()
+            .filter(|(_, l)| CERTIFICATE.is_match(l))
+            .collect();
+        let &(last_index, last_line) = matches.last()?;
+        let all = matches
+            .iter()
+            .map(|(_, l)| l.to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let kind = if all.contains("not yet valid") {
+            "not yet valid"
+        } else if all.contains("expired") || all.contains("expiredcert") {
+            "expired"
+        } else if all.contains("unknown authority") {
+            "signed by an unknown authority"
+        } else if all.contains("is valid for") {
+            "issued for a different host name"
+        } else {
+            "failing verification"
+        };
+        // Prefer an error-level line as the headline quote; keep the last line too.
+        let headline = matches
+            .iter()
+            .find(|(_, l)| {
+                let lower = l.to_ascii_lowercase();
+                lower.contains("error") || lower.contains("x509")
+            })
+            .copied()
+            .unwrap_or((last_index, last_line));
+        let mut refs = vec![cite(self.evidence, quote_line(headline.1))];
+        if headline.0 != last_index {
+            refs.push(cite(self.evidence, quote_line(last_line)));
+        }
+        let detail = format!(
+            "TLS certificate {kind}{}: `{}`",
+            self.in_pod(),
+            quote_line(headline.1)
+        );
+        Some(self.finding(
+            DetectorKind::CertificateError,
+            format!("TLS certificate {kind}"),
+            detail,
+            last_index,
+            refs,
+        ))
+    }
+
+    fn missing_config(&self) -> Option<Finding> {
+        let &(index, line) = self
+            .lines
+            .iter()
+            .rev()
+            .find(|(_, l)| MISSING_CONFIG.is_match(l))?;
+        let name = UPPER_NAME.find_iter(line).map(|m| m.as_str()).find(|n| {
+            !matches!(
+                *n,
+                "ERROR" | "FATAL" | "WARN" | "WARNING" | "INFO" | "DEBUG" | "PANIC"
+            )
+        });
+        let quote = quote_line(line);
+        let title = match name {
+            Some(name) => format!("Missing configuration: {name}"),
+            None => "Missing configuration".to_string(),
+        };
+        let detail = format!(
+            "The application{} reports missing configuration: `{quote}`",
+            self.in_pod()
+        );
+        let refs = vec![cite(self.evidence, quote)];
+        Some(self.finding(DetectorKind::ConfigError, title, detail, index, refs))
+    }
+
+    fn no_space(&self) -> Option<Finding> {
+        let &(index, line) = self
+            .lines
+            .iter()
+            .rev()
+            .find(|(_, l)| NO_SPACE.is_match(l))?;
+        let quote = quote_line(line);
+        let detail = format!(
+            "The application{} ran out of disk space: `{quote}`",
+            self.in_pod()
+        );
+        let refs = vec![cite(self.evidence, quote)];
+        Some(self.finding(
+            DetectorKind::DiskPressure,
+            "Out of disk space (no space left on device)".to_string(),
+            detail,
+            index,
+            refs,
+        ))
+    }
+}

@@ -1,0 +1,19 @@
+//! firstline-activities: the pure, deterministic core of an investigation.
+//!
+//! Nothing here does I/O. The MCP tool layer, the lab and the incident graph's nodes call these
+//! functions:
+//!
+//! - [`alert`] — parse a Slack alert message (or a HolmesGPT request) into an [`alert::AlertTarget`].
+//! - [`redact`] — remove secrets from untrusted text before it is stored or shown.
+//! - [`excerpt`] — bound a tool result to an evidence excerpt, within a per-round budget.
+//! - [`evidence`] — evidence items `E1…`, missing evidence, digests, quote checking.
+//! - [`detectors`] — deterministic detectors turning evidence into cited findings.
+//! - [`holmes_fixture`] — read HolmesGPT's recorded tool calls (for the lab's peer adapter).
+
+pub mod alert;
+pub mod detectors;
+pub mod evidence;
+pub mod excerpt;
+pub mod holmes_fixture;
+pub mod redact;
+pub mod timeparse;

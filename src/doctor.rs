@@ -1,0 +1,203 @@
+//! `firstline doctor`: checks the environment and says how to fix each problem.
+//!
+//! It checks the tools `scripts/setup` installs, the unprivileged Postgres user, the dev ports,
+//! and whether PostgreSQL (with pgvector), Temporal and Kafka answer. When `firstline dev` is
+//! running it checks the addresses that dev wrote to `<state_dir>/env`; otherwise the configured
+//! ones. Exit code 1 when anything fails.
+
+use firstline_config::{DatabaseUrl, Settings};
+use firstline_stack::ports::{self, PortSetting};
+use firstline_stack::tools::Tools;
+use std::process::ExitCode;
+use std::time::Duration;
+
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn ok(&mut self, what: &str, detail: impl std::fmt::Display) {
+        println!("ok    {what:<10} {detail}");
+    }
+
+    fn fail(&mut self, what: &str, problem: impl std::fmt::Display) {
+        self.failures += 1;
+        println!("FAIL  {what:<10} {problem}");
+    }
+}
+
+pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
+    let mut report = Report { failures: 0 };
+    let dev = &settings.dev;
+
+    let tools = match Tools::locate(&dev.tools_dir) {
+        Ok(tools) => {
+            report.ok("tools", format!("in {}", dev.tools_dir.display()));
+            Some(tools)
+        }
+        Err(e) => {
+            report.fail("tools", e);
+            None
+        }
+    };
+
+    if nix::unistd::Uid::effective().is_root() {
+        match nix::unistd::User::from_name(&dev.postgres_os_user) {
+            Ok(Some(_)) => report.ok(
+                "os user",
+                format!("PostgreSQL will run as `{}`", dev.postgres_os_user),
+            ),
+            _ => report.fail(
+                "os user",
+                format!(
+                    "system user `{0}` missing (PostgreSQL refuses root): run scripts/setup or `useradd --system {0}`",
+                    dev.postgres_os_user
+                ),
+            ),
+        }
+    }
+
+    let dev_pid = firstline_stack::running(&dev.state_dir);
+    match dev_pid {
+        Some(pid) => {
+            report.ok(
+                "dev",
+                format!("firstline dev is running (pid {pid}); checking its stack"),
+            );
+            adopt_dev_addresses(&mut settings);
+        }
+        None => {
+            for (port, purpose, setting) in [
+                (
+                    dev.postgres_port,
+                    "PostgreSQL",
+                    "FIRSTLINE_DEV__POSTGRES_PORT",
+                ),
+                (
+                    dev.temporal_port,
+                    "Temporal",
+                    "FIRSTLINE_DEV__TEMPORAL_PORT",
+                ),
+                (dev.kafka_port, "Kafka", "FIRSTLINE_DEV__KAFKA_PORT"),
+            ] {
+                match ports::resolve(PortSetting {
+                    port,
+                    purpose,
+                    setting,
+                }) {
+                    Ok(_) => report.ok("port", format!("{port} free for {purpose}")),
+                    Err(e) => report.fail("port", e),
+                }
+            }
+        }
+    }
+
+    check_database(
+        &mut report,
+        &settings.database.url,
+        settings.database.connect_timeout_secs,
+    )
+    .await;
+    check_temporal(&mut report, &settings.temporal.address, tools.as_ref()).await;
+    check_kafka(&mut report, &settings.kafka.brokers).await;
+
+    if report.failures == 0 {
+        println!("all checks passed");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} check(s) failed", report.failures);
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Uses the addresses a running `firstline dev` wrote, so doctor checks what is really running.
+fn adopt_dev_addresses(settings: &mut Settings) {
+    let env_file = settings.dev.state_dir.join("env");
+    let Ok(contents) = std::fs::read_to_string(env_file) else {
+        return;
+    };
+    for line in contents.lines() {
+        match line.split_once('=') {
+            Some(("FIRSTLINE_DATABASE__URL", value)) => {
+                settings.database.url = DatabaseUrl::new(value)
+            }
+            Some(("FIRSTLINE_TEMPORAL__ADDRESS", value)) => {
+                settings.temporal.address = value.to_string()
+            }
+            Some(("FIRSTLINE_KAFKA__BROKERS", value)) => settings.kafka.brokers = value.to_string(),
+            _ => {}
+        }
+    }
+}
+
+async fn check_database(report: &mut Report, url: &DatabaseUrl, timeout_secs: u64) {
+    let timeout = Duration::from_secs(timeout_secs);
+    let mut connection = match firstline_store::connect_one(url, timeout).await {
+        Ok(connection) => connection,
+        Err(e) => {
+            return report.fail("database", format!("{e}; `firstline dev` runs one locally"));
+        }
+    };
+    match firstline_store::describe_server(&mut connection).await {
+        Ok(server) if server.pgvector_available => report.ok(
+            "database",
+            format!(
+                "{url} answers: {}; pgvector {}",
+                server.version,
+                server
+                    .pgvector_installed
+                    .as_deref()
+                    .unwrap_or("available, not yet installed (firstline migrate installs it)")
+            ),
+        ),
+        Ok(server) => report.fail(
+            "database",
+            format!(
+                "{url} answers ({}) but has no pgvector: install pgvector on that server",
+                server.version
+            ),
+        ),
+        Err(e) => report.fail("database", e),
+    }
+}
+
+async fn check_temporal(report: &mut Report, address: &str, tools: Option<&Tools>) {
+    let host_port = address
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_string();
+    let result = match tools {
+        Some(tools) => firstline_stack::temporal::health(tools.temporal.clone(), host_port).await,
+        None => tokio::time::timeout(
+            Duration::from_secs(3),
+            tokio::net::TcpStream::connect(host_port.as_str()),
+        )
+        .await
+        .map_err(|_| "no answer within 3 s".to_string())
+        .and_then(|r| r.map(drop).map_err(|e| e.to_string())),
+    };
+    match result {
+        Ok(()) => report.ok("temporal", format!("{address} is SERVING")),
+        Err(e) => report.fail(
+            "temporal",
+            format!("{address}: {e} (start `firstline dev`, or set FIRSTLINE_TEMPORAL__ADDRESS)"),
+        ),
+    }
+}
+
+async fn check_kafka(report: &mut Report, brokers: &str) {
+    let first = brokers
+        .split(',')
+        .next()
+        .unwrap_or(brokers)
+        .trim()
+        .to_string();
+    match firstline_stack::broker::api_versions(first.clone()).await {
+        Ok(()) => report.ok("kafka", format!("{first} answers ApiVersions")),
+        Err(e) => report.fail(
+            "kafka",
+            format!("{first}: {e} (start `firstline dev`, or set FIRSTLINE_KAFKA__BROKERS)"),
+        ),
+    }
+}

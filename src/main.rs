@@ -1,0 +1,72 @@
+//! `firstline`: the one binary. Each subcommand is a process of the system (DESIGN §2) or an
+//! operator's tool; this file only parses the command line, loads settings, starts telemetry and
+//! turns errors into one line on stderr and a non-zero exit code.
+
+mod dev;
+mod doctor;
+mod migrate;
+mod telemetry;
+
+use clap::{Parser, Subcommand};
+use firstline_config::Settings;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "firstline",
+    version,
+    about = "Slack incident bot: grounded first-level analysis"
+)]
+struct Cli {
+    /// TOML configuration file (settings in it are overridden by FIRSTLINE_* variables).
+    #[arg(long, global = true, env = "FIRSTLINE_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run everything on this machine: PostgreSQL+pgvector, Temporal and Kafka, migrated and ready.
+    Dev(dev::Args),
+    /// Apply the database migrations to database.url (any PostgreSQL with pgvector).
+    Migrate(migrate::Args),
+    /// Check the environment: tools, ports, database, Temporal, Kafka; say how to fix what's wrong.
+    Doctor,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::load(cli.config.as_deref()) {
+        Ok(settings) => settings,
+        Err(e) => return fail(&anyhow::Error::new(e)),
+    };
+    telemetry::init(&settings.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&anyhow::Error::new(e).context("starting the async runtime")),
+    };
+    // Commands run on the main thread (block_on), which matters for `dev`: children get a
+    // parent-death signal tied to the thread that spawned them.
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Dev(args) => dev::run(settings, args).await,
+            Command::Migrate(args) => migrate::run(settings, args).await,
+            Command::Doctor => doctor::run(settings).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    }
+}
+
+/// One line: the error and its causes, then how to fix it when the error says so.
+fn fail(error: &anyhow::Error) -> ExitCode {
+    eprintln!("error: {error:#}");
+    ExitCode::FAILURE
+}

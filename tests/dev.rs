@@ -1,0 +1,321 @@
+//! `firstline dev` as an operator runs it: it becomes ready, `doctor` agrees, SIGTERM stops every
+//! child, a second start after `kill -9` recovers, and bad set-ups fail with one clear line.
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const READY: &str = "firstline dev is ready";
+
+fn firstline() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_firstline"));
+    // Only what this test sets: no FIRSTLINE_* leaking in from the caller's shell.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("FIRSTLINE_") {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env(
+            "FIRSTLINE_DEV__TOOLS_DIR",
+            firstline_testkit::workspace_root().join(".tools"),
+        )
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// A state directory the unprivileged Postgres user can enter.
+fn state_dir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("firstline-dev-test-")
+        .tempdir()
+        .expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Dev {
+    child: Child,
+    stdout: Vec<String>,
+}
+
+/// Starts `firstline dev` with state in `state` and the given ports, and waits for ready.
+async fn start_dev(state: &Path, ports: [u16; 3]) -> Dev {
+    let mut child = firstline()
+        .arg("dev")
+        .env("FIRSTLINE_DEV__STATE_DIR", state)
+        .env("FIRSTLINE_DEV__POSTGRES_PORT", ports[0].to_string())
+        .env("FIRSTLINE_DEV__TEMPORAL_PORT", ports[1].to_string())
+        .env("FIRSTLINE_DEV__KAFKA_PORT", ports[2].to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawning firstline dev");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = Vec::new();
+    let ready = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let done = line.contains(READY);
+            stdout.push(line);
+            if done {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        ready,
+        Ok(true),
+        "dev never became ready; stdout: {stdout:?}"
+    );
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Dev { child, stdout }
+}
+
+/// The service pids dev printed (`pid N`); each is also its process group.
+fn printed_pids(dev: &Dev) -> Vec<i32> {
+    let pids: Vec<i32> = dev
+        .stdout
+        .iter()
+        .filter_map(|line| line.split("pid ").nth(1))
+        .filter_map(|rest| rest.trim_end_matches(')').parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 3, "three services: {:?}", dev.stdout);
+    pids
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie still answers kill(0); it has exited, so count it as gone.
+    kill(Pid::from_raw(pid), None).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z'))
+        })
+}
+
+fn group_alive(pgid: i32) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| alive(*pid))
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit(')')
+                    .next()
+                    .and_then(|s| s.split_whitespace().nth(2))
+                    .and_then(|g| g.parse::<i32>().ok())
+                    == Some(pgid)
+            })
+        })
+}
+
+async fn wait_gone(pids: &[i32], within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    while pids.iter().any(|&p| group_alive(p)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "left running: {:?}",
+            pids.iter().filter(|&&p| group_alive(p)).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn sigterm(child: &Child) {
+    let pid = child.id().expect("running") as i32;
+    kill(Pid::from_raw(pid), Signal::SIGTERM).unwrap();
+}
+
+#[tokio::test]
+async fn dev_becomes_ready_doctor_agrees_and_sigterm_stops_every_child() {
+    let state = state_dir();
+    let mut dev = start_dev(state.path(), [0, 0, 0]).await;
+    let pids = printed_pids(&dev);
+    assert!(pids.iter().all(|&p| alive(p)));
+
+    let doctor = firstline()
+        .arg("doctor")
+        .env("FIRSTLINE_DEV__STATE_DIR", state.path())
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.status.success(), "doctor: {report}");
+    for expected in [
+        "pgvector 0.8",
+        "is SERVING",
+        "answers ApiVersions",
+        "all checks passed",
+    ] {
+        assert!(
+            report.contains(expected),
+            "missing {expected:?} in {report}"
+        );
+    }
+
+    sigterm(&dev.child);
+    let status = tokio::time::timeout(Duration::from_secs(20), dev.child.wait())
+        .await
+        .expect("dev stops within 20 s")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    wait_gone(&pids, Duration::from_secs(5)).await;
+    assert!(!state.path().join("run/stack.pid").exists());
+}
+
+#[tokio::test]
+async fn a_second_start_after_kill_9_recovers() {
+    let state = state_dir();
+    let ports = [free_port(), free_port(), free_port()];
+    let mut first = start_dev(state.path(), ports).await;
+    let old = printed_pids(&first);
+    kill(
+        Pid::from_raw(first.child.id().unwrap() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    first.child.wait().await.unwrap();
+
+    // Same ports, same state: leftovers must not be in the way, and the data must survive.
+    let mut second = start_dev(state.path(), ports).await;
+    let new = printed_pids(&second);
+    assert!(old.iter().all(|p| !new.contains(p)));
+    wait_gone(&old, Duration::from_secs(5)).await;
+
+    sigterm(&second.child);
+    let status = tokio::time::timeout(Duration::from_secs(20), second.child.wait())
+        .await
+        .expect("dev stops")
+        .unwrap();
+    assert!(status.success());
+    wait_gone(&new, Duration::from_secs(5)).await;
+    // Belt and braces for the test machine: nothing of ours may outlive the test.
+    for pid in old.iter().chain(&new) {
+        let _ = killpg(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+}
+
+/// Runs `firstline ARGS` expecting failure; returns its single `error:` line.
+async fn expect_one_line_error(command: &mut Command) -> String {
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("fails promptly")
+        .unwrap();
+    assert!(!output.status.success(), "must exit non-zero");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "exactly one error line in: {stderr}");
+    errors[0].to_string()
+}
+
+#[tokio::test]
+async fn an_occupied_port_names_the_port_and_the_setting() {
+    let state = state_dir();
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let error = expect_one_line_error(
+        firstline()
+            .arg("dev")
+            .env("FIRSTLINE_DEV__STATE_DIR", state.path())
+            .env("FIRSTLINE_DEV__POSTGRES_PORT", "0")
+            .env("FIRSTLINE_DEV__TEMPORAL_PORT", "0")
+            .env("FIRSTLINE_DEV__KAFKA_PORT", port.to_string()),
+    )
+    .await;
+    assert!(error.contains(&format!("port {port}")), "{error}");
+    assert!(error.contains("FIRSTLINE_DEV__KAFKA_PORT"), "{error}");
+}
+
+#[tokio::test]
+async fn a_missing_tools_directory_says_to_run_setup() {
+    let state = state_dir();
+    let error = expect_one_line_error(
+        firstline()
+            .arg("dev")
+            .env("FIRSTLINE_DEV__STATE_DIR", state.path())
+            .env("FIRSTLINE_DEV__TOOLS_DIR", "/nonexistent/tools"),
+    )
+    .await;
+    assert!(error.contains("/nonexistent/tools"), "{error}");
+    assert!(error.contains("scripts/setup"), "{error}");
+
+    let doctor = firstline()
+        .arg("doctor")
+        .env("FIRSTLINE_DEV__STATE_DIR", state.path())
+        .env("FIRSTLINE_DEV__TOOLS_DIR", "/nonexistent/tools")
+        .env(
+            "FIRSTLINE_DATABASE__URL",
+            format!("postgres://u:p@127.0.0.1:{}/x", free_port()),
+        )
+        .env("FIRSTLINE_DATABASE__CONNECT_TIMEOUT_SECS", "2")
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!doctor.status.success());
+    assert!(
+        report.contains("FAIL  tools") && report.contains("scripts/setup"),
+        "{report}"
+    );
+    assert!(report.contains("FAIL  database"), "{report}");
+}
+
+#[tokio::test]
+async fn migrate_names_an_unreachable_database() {
+    let port = free_port();
+    let error = expect_one_line_error(firstline().args([
+        "migrate",
+        "--database-url",
+        &format!("postgres://fl:secret@127.0.0.1:{port}/firstline"),
+    ]))
+    .await;
+    assert!(
+        error.contains(&format!("cannot reach the database at 127.0.0.1:{port}")),
+        "{error}"
+    );
+    assert!(error.contains("FIRSTLINE_DATABASE__URL"), "{error}");
+    assert!(!error.contains("secret"), "password leaked: {error}");
+}
+
+#[tokio::test]
+async fn migrate_brings_any_database_to_the_current_schema() {
+    let (_, url) = firstline_testkit::empty_db().await;
+    let output = firstline()
+        .args(["migrate", "--database-url", url.expose()])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let expected = firstline_store::MIGRATOR.iter().count();
+    assert!(
+        stdout.contains(&format!("({expected} migrations applied)")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(url.expose()), "password printed: {stdout}");
+}
