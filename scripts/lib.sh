@@ -1,8 +1,8 @@
 # Shared by scripts/*: where things live. Sourced, not run.
 
 # The repository root, whatever directory the script was started from.
-FIRSTLINE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export FIRSTLINE_ROOT
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
 
 # Build output lives outside the clone, so a fresh clone on a machine that built Firstline
 # before reuses the cache; on a new machine it is simply empty. Set CARGO_TARGET_DIR to choose.

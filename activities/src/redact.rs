@@ -86,9 +86,17 @@ pub fn redact(text: &str) -> Redacted {
     current = replace_counting(&BEARER_TOKEN, &current, &mut count, |caps| {
         format!("{}{REDACTED}", &caps[1])
     });
-    current = replace_counting(&URL_PASSWORD, &current, &mut count, |caps| {
-        format!("{}{REDACTED}{}", &caps[1], &caps[3])
-    });
+    let mut url_count = 0usize;
+    current = URL_PASSWORD
+        .replace_all(&current, |caps: &Captures<'_>| {
+            if &caps[2] == REDACTED {
+                return caps[0].to_string();
+            }
+            url_count += 1;
+            format!("{}{REDACTED}{}", &caps[1], &caps[3])
+        })
+        .into_owned();
+    count += url_count;
     for whole_token in [&*JWT, &*SLACK_TOKEN, &*GITHUB_TOKEN, &*AWS_ACCESS_KEY_ID] {
         current = replace_counting(whole_token, &current, &mut count, |_| REDACTED.to_string());
     }

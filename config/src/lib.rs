@@ -68,10 +68,11 @@ impl Settings {
             }
             figment = figment.merge(Toml::file(path));
         }
-        // `FIRSTLINE_CONFIG` names the file; it is not itself a setting.
+        // Every setting is `SECTION__KEY`; other FIRSTLINE_* names (FIRSTLINE_CONFIG, the test
+        // harness's FIRSTLINE_TEST_*) are not settings and must not be rejected as unknown ones.
         Ok(figment.merge(
             Env::prefixed(ENV_PREFIX)
-                .ignore(&["CONFIG"])
+                .filter(|key| key.as_str().contains("__"))
                 .split("__")
                 .lowercase(true),
         ))

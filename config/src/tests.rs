@@ -1,3 +1,6 @@
+// figment::Jail fixes the closure signature (Result<(), figment::Error>); the size is not ours.
+#![allow(clippy::result_large_err)]
+
 use super::*;
 use figment::Jail;
 
@@ -25,6 +28,16 @@ fn environment_overrides_file_which_overrides_defaults() {
         assert_eq!(settings.dev.postgres_port, 6000);
         assert_eq!(settings.dev.kafka_port, 7001);
         assert_eq!(settings.database.max_connections, 3);
+        Ok(())
+    });
+}
+
+#[test]
+fn other_firstline_variables_are_not_settings() {
+    Jail::expect_with(|jail| {
+        jail.set_env("FIRSTLINE_TEST_POSTGRES_URL", "postgres://elsewhere");
+        jail.set_env("FIRSTLINE_CONFIG", "unused-here.toml");
+        assert_eq!(Settings::load(None).expect("loads"), Settings::default());
         Ok(())
     });
 }

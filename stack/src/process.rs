@@ -227,24 +227,6 @@ pub fn log_tail(log: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join(" | ")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn our_own_start_time_is_readable_and_matches_a_pid_file() {
-        let dir = std::env::temp_dir().join(format!("fl-pid-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("self.pid");
-        write_pid_file(&file, std::process::id() as i32).unwrap();
-        assert_eq!(live_process_in(&file), Some(std::process::id() as i32));
-        // A recycled pid has another start time: not ours.
-        std::fs::write(&file, format!("{} 1\n", std::process::id())).unwrap();
-        assert_eq!(live_process_in(&file), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
 impl Supervised {
     /// Polls `probe` until it succeeds, the child exits, or `timeout` passes.
     pub async fn wait_ready<F, Fut>(
@@ -278,5 +260,23 @@ impl Supervised {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_start_time_is_readable_and_matches_a_pid_file() {
+        let dir = std::env::temp_dir().join(format!("fl-pid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("self.pid");
+        write_pid_file(&file, std::process::id() as i32).unwrap();
+        assert_eq!(live_process_in(&file), Some(std::process::id() as i32));
+        // A recycled pid has another start time: not ours.
+        std::fs::write(&file, format!("{} 1\n", std::process::id())).unwrap();
+        assert_eq!(live_process_in(&file), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -79,7 +79,7 @@ pub(super) fn crash_line(log: &str) -> Option<&str> {
     };
     candidates()
         .find(|l| STRONG_CRASH_LINE.is_match(l))
-        .or_else(|| candidates().filter(|l| CRASH_LINE.is_match(l)).last())
+        .or_else(|| candidates().rfind(|l| CRASH_LINE.is_match(l)))
 }
 
 /// Log-based detectors over all application-log evidence of the round.

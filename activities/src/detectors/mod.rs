@@ -233,6 +233,11 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
                     DetectorKind::DependencyError | DetectorKind::DeployInWindow => {
                         f.title == finding.title
                     }
+                    // Readiness and liveness failures are different findings.
+                    DetectorKind::ProbeFailure => {
+                        f.title.split_whitespace().next() == finding.title.split_whitespace().next()
+                            && same_resource(f.resource.as_deref(), finding.resource.as_deref())
+                    }
                     _ => same_resource(f.resource.as_deref(), finding.resource.as_deref()),
                 }
         });

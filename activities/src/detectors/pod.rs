@@ -352,13 +352,13 @@ impl Scan<'_> {
 
     fn image_pull(&self) -> Option<Finding> {
         let usable = |l: &&str| IMAGE_PULL.is_match(l) && !looks_like_injection(l);
-        let first = self.lines.iter().position(|l| usable(&l))?;
+        let first = self.lines.iter().position(&usable)?;
         let message_line = self
             .lines
             .iter()
             .position(|l| PULL_MESSAGE.is_match(l) && !looks_like_injection(l));
         let reason_line = self.lines.iter().position(|l| {
-            usable(&l)
+            usable(l)
                 && !PULL_MESSAGE.is_match(l)
                 && (l.contains("ErrImagePull") || l.contains("ImagePullBackOff"))
         });
