@@ -8,6 +8,7 @@
 //! - [`excerpt`] — bound a tool result to an evidence excerpt, within a per-round budget.
 //! - [`evidence`] — evidence items `E1…`, missing evidence, digests, quote checking.
 //! - [`detectors`] — deterministic detectors turning evidence into cited findings.
+//! - [`tools`] — the capability interface the graph asks for evidence through.
 //! - [`holmes_fixture`] — read HolmesGPT's recorded tool calls (for the lab's peer adapter).
 
 pub mod alert;
@@ -17,3 +18,4 @@ pub mod excerpt;
 pub mod holmes_fixture;
 pub mod redact;
 pub mod timeparse;
+pub mod tools;

@@ -1,0 +1,138 @@
+//! Tools: how the investigation asks the outside world for evidence.
+//!
+//! The incident graph never names an MCP server or tool. It asks for a *capability* — "the
+//! previous log of container X in pod Y" — through [`EvidenceSource`], and the tool layer maps
+//! that onto whatever server and tool the operator configured (kubernetes-mcp-server, Grafana's
+//! MCP server, Prometheus's, or the lab's). A failure of any kind comes back as
+//! [`Fetched::Missing`], which the report records as missing evidence; it never aborts a round.
+
+use crate::evidence::{Capability, MissingEvidence};
+use chrono::{DateTime, Utc};
+use std::future::Future;
+
+/// One request for evidence, in the investigation's terms.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "capability", rename_all = "snake_case")]
+pub enum CapabilityRequest {
+    /// The pod object with its container statuses (describe / get).
+    PodDescribe {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        pod: String,
+    },
+    /// A container's log: the current one, or the previous (crashed) one.
+    PodLogs {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        pod: String,
+        /// Container; `None` means the pod's only or default container.
+        container: Option<String>,
+        /// The previous container instance's log (the one that crashed).
+        previous: bool,
+        /// At most this many lines from the end.
+        tail_lines: u32,
+    },
+    /// Events in a namespace, optionally for one involved object.
+    Events {
+        /// Namespace.
+        namespace: String,
+        /// Name of the involved object (pod, deployment), if known.
+        object: Option<String>,
+    },
+    /// Rollout / deploy history of a workload.
+    DeployHistory {
+        /// Namespace.
+        namespace: String,
+        /// Deployment (or other workload) name.
+        workload: String,
+    },
+    /// A Prometheus range query.
+    MetricRange {
+        /// PromQL.
+        query: String,
+        /// Window start.
+        start: DateTime<Utc>,
+        /// Window end.
+        end: DateTime<Utc>,
+        /// Resolution in seconds.
+        step_secs: u32,
+    },
+    /// A log query (Loki's LogQL).
+    LogQuery {
+        /// LogQL.
+        query: String,
+        /// Window start.
+        start: DateTime<Utc>,
+        /// Window end.
+        end: DateTime<Utc>,
+        /// At most this many lines.
+        limit: u32,
+    },
+    /// A trace search (Tempo).
+    TraceSearch {
+        /// Service name.
+        service: String,
+        /// Window start.
+        start: DateTime<Utc>,
+        /// Window end.
+        end: DateTime<Utc>,
+        /// At most this many traces.
+        limit: u32,
+    },
+}
+
+impl CapabilityRequest {
+    /// The capability this request exercises.
+    pub fn capability(&self) -> Capability {
+        match self {
+            CapabilityRequest::PodDescribe { .. } => Capability::PodDescribe,
+            CapabilityRequest::PodLogs { previous: true, .. } => Capability::PodLogsPrevious,
+            CapabilityRequest::PodLogs {
+                previous: false, ..
+            } => Capability::PodLogsCurrent,
+            CapabilityRequest::Events { .. } => Capability::Events,
+            CapabilityRequest::DeployHistory { .. } => Capability::DeployHistory,
+            CapabilityRequest::MetricRange { .. } => Capability::MetricRange,
+            CapabilityRequest::LogQuery { .. } => Capability::LogQuery,
+            CapabilityRequest::TraceSearch { .. } => Capability::TraceSearch,
+        }
+    }
+}
+
+/// What one concrete tool call returned.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolOutput {
+    /// The capability it answered.
+    pub capability: Capability,
+    /// Configured server name.
+    pub server: String,
+    /// The server's tool name.
+    pub tool: String,
+    /// The arguments sent (already redacted if they held anything secret).
+    pub args: serde_json::Value,
+    /// The result text: redacted and capped to the tool's size limit, not yet excerpted.
+    pub text: String,
+    /// When the call was made (for a cached result: when it was first made).
+    pub fetched_at: DateTime<Utc>,
+    /// Served from the tool cache instead of calling the server.
+    pub cached: bool,
+}
+
+/// The outcome of one capability request.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Fetched {
+    /// The tool answered.
+    Found(ToolOutput),
+    /// It could not: not configured, refused, timed out, errored, or returned nothing usable.
+    Missing(MissingEvidence),
+}
+
+/// Where evidence comes from. The MCP tool layer implements it for production and the lab;
+/// graph nodes are generic over it.
+pub trait EvidenceSource: Send + Sync + 'static {
+    /// Fetches one piece of evidence. Never panics and never fails: failure is
+    /// [`Fetched::Missing`] with a reason an on-call engineer can act on.
+    fn fetch(&self, request: CapabilityRequest) -> impl Future<Output = Fetched> + Send;
+}
