@@ -65,8 +65,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// One line: the error and its causes, then how to fix it when the error says so.
+/// One line: the error and those of its causes that its message does not already include
+/// (our error types often put the cause in their own text, to read well on their own).
 fn fail(error: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {error:#}");
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    eprintln!("error: {}", line.replace('\n', " "));
     ExitCode::FAILURE
 }

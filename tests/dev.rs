@@ -5,6 +5,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -184,12 +185,30 @@ async fn dev_becomes_ready_doctor_agrees_and_sigterm_stops_every_child() {
     assert!(!state.path().join("run/stack.pid").exists());
 }
 
+/// The database URL dev wrote to `<state>/env`.
+fn dev_database_url(state: &Path) -> firstline_config::DatabaseUrl {
+    let env = std::fs::read_to_string(state.join("env")).expect("dev wrote its env file");
+    let url = env
+        .lines()
+        .find_map(|line| line.strip_prefix("FIRSTLINE_DATABASE__URL="))
+        .expect("database URL in env");
+    firstline_config::DatabaseUrl::new(url)
+}
+
 #[tokio::test]
-async fn a_second_start_after_kill_9_recovers() {
+async fn a_second_start_after_kill_9_recovers_with_the_data() {
     let state = state_dir();
     let ports = [free_port(), free_port(), free_port()];
     let mut first = start_dev(state.path(), ports).await;
     let old = printed_pids(&first);
+    let pool = firstline_testkit::connect(&dev_database_url(state.path())).await;
+    sqlx::query(
+        "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ('T0A1', 'C0A1', '1.000100')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
     kill(
         Pid::from_raw(first.child.id().unwrap() as i32),
         Signal::SIGKILL,
@@ -202,8 +221,20 @@ async fn a_second_start_after_kill_9_recovers() {
     let new = printed_pids(&second);
     assert!(old.iter().all(|p| !new.contains(p)));
     wait_gone(&old, Duration::from_secs(5)).await;
+    let pool = firstline_testkit::connect(&dev_database_url(state.path())).await;
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM threads WHERE thread_ts = '1.000100'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, 1, "the row committed before kill -9 is still there");
+    pool.close().await;
 
-    sigterm(&second.child);
+    // Ctrl-C stops it as cleanly as SIGTERM does.
+    kill(
+        Pid::from_raw(second.child.id().unwrap() as i32),
+        Signal::SIGINT,
+    )
+    .unwrap();
     let status = tokio::time::timeout(Duration::from_secs(20), second.child.wait())
         .await
         .expect("dev stops")
@@ -214,6 +245,83 @@ async fn a_second_start_after_kill_9_recovers() {
     for pid in old.iter().chain(&new) {
         let _ = killpg(Pid::from_raw(*pid), Signal::SIGKILL);
     }
+}
+
+#[tokio::test]
+async fn a_service_orphaned_by_an_earlier_run_is_stopped_before_start() {
+    let state = state_dir();
+    std::fs::create_dir_all(state.path().join("run")).unwrap();
+    // Stands in for a broker that outlived a killed dev: its own process group, recorded in the
+    // pid file with its kernel start time, as the supervisor records real services.
+    let mut orphan = std::process::Command::new("sleep")
+        .arg("300")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = orphan.id() as i32;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let start_time = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        state.path().join("run/kafka.pid"),
+        format!("{pid} {start_time}\n"),
+    )
+    .unwrap();
+
+    let mut dev = start_dev(state.path(), [0, 0, 0]).await;
+    let status = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Some(status) = orphan.try_wait().unwrap() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the orphan was stopped");
+    assert!(!status.success(), "stopped by a signal: {status}");
+    let pids = printed_pids(&dev);
+    assert!(!pids.contains(&pid));
+
+    sigterm(&dev.child);
+    tokio::time::timeout(Duration::from_secs(20), dev.child.wait())
+        .await
+        .expect("dev stops")
+        .unwrap();
+    wait_gone(&pids, Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_second_dev_on_the_same_state_is_refused() {
+    let state = state_dir();
+    let mut first = start_dev(state.path(), [0, 0, 0]).await;
+    let error = expect_one_line_error(
+        firstline()
+            .arg("dev")
+            .env("FIRSTLINE_DEV__STATE_DIR", state.path())
+            .env("FIRSTLINE_DEV__POSTGRES_PORT", "0")
+            .env("FIRSTLINE_DEV__TEMPORAL_PORT", "0")
+            .env("FIRSTLINE_DEV__KAFKA_PORT", "0"),
+    )
+    .await;
+    assert!(error.contains("already running"), "{error}");
+    assert!(
+        error.contains(&first.child.id().unwrap().to_string()),
+        "{error}"
+    );
+    let pids = printed_pids(&first);
+    sigterm(&first.child);
+    tokio::time::timeout(Duration::from_secs(20), first.child.wait())
+        .await
+        .expect("dev stops")
+        .unwrap();
+    wait_gone(&pids, Duration::from_secs(5)).await;
 }
 
 /// Runs `firstline ARGS` expecting failure; returns its single `error:` line.
@@ -296,6 +404,22 @@ async fn migrate_names_an_unreachable_database() {
     );
     assert!(error.contains("FIRSTLINE_DATABASE__URL"), "{error}");
     assert!(!error.contains("secret"), "password leaked: {error}");
+}
+
+#[tokio::test]
+async fn migrate_says_when_the_server_refuses_the_login() {
+    let admin = &firstline_testkit::stack().postgres_admin_url;
+    let wrong = admin
+        .expose()
+        .replacen(":firstline@", ":not-the-password@", 1);
+    let error =
+        expect_one_line_error(firstline().args(["migrate", "--database-url", &wrong])).await;
+    assert!(error.contains("refused the connection"), "{error}");
+    assert!(error.contains("password"), "{error}");
+    assert!(
+        !error.contains("not-the-password"),
+        "password leaked: {error}"
+    );
 }
 
 #[tokio::test]

@@ -106,6 +106,9 @@ pub struct DevSettings {
     pub postgres_os_user: String,
     /// Seconds each service may take to become ready.
     pub ready_timeout_secs: u64,
+    /// Crash-safe stack (fsync on, Temporal on a file). `false` trades that for speed: Postgres
+    /// without fsync and Temporal in memory, for throwaway stacks such as the test suite's.
+    pub durable: bool,
 }
 
 impl Default for DevSettings {
@@ -118,6 +121,7 @@ impl Default for DevSettings {
             kafka_port: 9092,
             postgres_os_user: "firstline".into(),
             ready_timeout_secs: 60,
+            durable: true,
         }
     }
 }

@@ -191,26 +191,42 @@ pub async fn reap_stale(pid_file: &Path, signal: Signal, grace: Duration) -> Opt
     pid
 }
 
-/// Exclusive ownership of a state directory by one running process, through a pid file.
+/// Exclusive ownership of a state directory by one running process: an advisory `flock` on
+/// its pid file (so two starts can never both win), and the pid inside for people and `doctor`.
 #[derive(Debug)]
 pub struct InstanceLock {
     path: PathBuf,
+    _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
 impl InstanceLock {
-    /// Takes the lock, or names the live process that holds it. A pid file left by a dead
-    /// process is taken over.
+    /// Takes the lock, or names the live process that holds it. The kernel drops a dead
+    /// holder's lock, so a pid file left by a killed process is simply taken over.
     pub fn acquire(path: PathBuf, state_dir: &Path) -> Result<Self, StackError> {
-        if let Some(pid) = live_process_in(&path)
-            && pid != std::process::id() as i32
-        {
-            return Err(StackError::AlreadyRunning {
-                pid,
-                state_dir: state_dir.to_path_buf(),
-            });
-        }
-        write_pid_file(&path, std::process::id() as i32)?;
-        Ok(Self { path })
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(StackError::io(format!("opening {}", path.display())))?;
+        let mut lock =
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => lock,
+                Err((_, _)) => {
+                    return Err(StackError::AlreadyRunning {
+                        pid: live_process_in(&path).unwrap_or(0),
+                        state_dir: state_dir.to_path_buf(),
+                    });
+                }
+            };
+        let pid = std::process::id() as i32;
+        let record = format!("{pid} {}\n", start_time(pid).unwrap_or(0));
+        lock.set_len(0)
+            .and_then(|()| lock.write_all(record.as_bytes()))
+            .map_err(StackError::io(format!("writing {}", path.display())))?;
+        Ok(Self { path, _lock: lock })
     }
 }
 

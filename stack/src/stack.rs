@@ -52,7 +52,7 @@ impl StackConfig {
             kafka_port: dev.kafka_port,
             postgres_os_user: dev.postgres_os_user.clone(),
             ready_timeout: Duration::from_secs(dev.ready_timeout_secs),
-            durable: true,
+            durable: dev.durable,
         }
     }
 

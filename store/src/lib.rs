@@ -37,6 +37,16 @@ pub enum StoreError {
         /// The driver's reason, on one line.
         reason: String,
     },
+    /// The server answered but refused the connection.
+    #[error(
+        "the database at {host_port} refused the connection: {reason} (check the user, password and database name in FIRSTLINE_DATABASE__URL)"
+    )]
+    Refused {
+        /// `host:port` we tried.
+        host_port: String,
+        /// The server's reason.
+        reason: String,
+    },
     /// The server has no pgvector extension available to install.
     #[error(
         "the database at {host_port} has no pgvector extension: install pgvector (https://github.com/pgvector/pgvector) on that server, or use `firstline dev`, which ships it"
@@ -62,10 +72,18 @@ fn connect_options(url: &DatabaseUrl) -> Result<PgConnectOptions, StoreError> {
         })
 }
 
-fn unreachable(url: &DatabaseUrl, error: impl std::fmt::Display) -> StoreError {
-    StoreError::Unreachable {
-        host_port: url.host_port(),
-        reason: error.to_string().replace('\n', " "),
+/// A failed connection: the server refused us (wrong password, no such database) or nothing
+/// answered. The two need different fixes, so they are different errors.
+fn unreachable(url: &DatabaseUrl, error: sqlx::Error) -> StoreError {
+    match &error {
+        sqlx::Error::Database(refusal) => StoreError::Refused {
+            host_port: url.host_port(),
+            reason: refusal.message().replace('\n', " "),
+        },
+        _ => StoreError::Unreachable {
+            host_port: url.host_port(),
+            reason: error.to_string().replace('\n', " "),
+        },
     }
 }
 
@@ -87,10 +105,10 @@ pub async fn connect_one(url: &DatabaseUrl, timeout: Duration) -> Result<PgConne
     match tokio::time::timeout(timeout, PgConnection::connect_with(&options)).await {
         Ok(Ok(connection)) => Ok(connection),
         Ok(Err(e)) => Err(unreachable(url, e)),
-        Err(_) => Err(unreachable(
-            url,
-            format!("no answer within {} s", timeout.as_secs()),
-        )),
+        Err(_) => Err(StoreError::Unreachable {
+            host_port: url.host_port(),
+            reason: format!("no answer within {} s", timeout.as_secs()),
+        }),
     }
 }
 

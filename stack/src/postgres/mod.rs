@@ -8,6 +8,8 @@
 use crate::StackError;
 use crate::process::{ChildSpec, RunAs, Supervised};
 use crate::tools::Tools;
+
+mod mirror;
 use firstline_config::DatabaseUrl;
 use nix::sys::signal::Signal;
 use nix::unistd::{Uid, User, chown};
@@ -48,13 +50,17 @@ pub async fn start(
     pid_file: PathBuf,
 ) -> Result<Supervised, StackError> {
     let run_as = unprivileged_identity(&spec.os_user)?;
+    let mut bin = tools.postgres_bin.clone();
     if let Some(identity) = run_as {
-        for dir in [&spec.data_dir, &tools.postgres_bin] {
-            check_traversable(dir, identity, &spec.os_user)?;
+        check_traversable(&spec.data_dir, identity, &spec.os_user)?;
+        if check_traversable(&bin, identity, &spec.os_user).is_err() {
+            bin = mirror::reachable_copy(&bin)?;
         }
     }
+    // initdb builds the cluster beside its final place and renames it when complete, so a
+    // directory named like the data dir is always a whole cluster.
     if !spec.data_dir.join("PG_VERSION").is_file() {
-        initdb(tools, spec, run_as, &log).await?;
+        initdb(&bin, spec, run_as, &log).await?;
     }
     let data_dir = spec.data_dir.as_os_str().to_owned();
     let mut args: Vec<std::ffi::OsString> = vec!["-D".into(), data_dir, "-p".into()];
@@ -78,7 +84,7 @@ pub async fn start(
     }
     Supervised::spawn(ChildSpec {
         name: "postgres",
-        program: tools.postgres_bin.join("postgres"),
+        program: bin.join("postgres"),
         args,
         run_as,
         // SIGINT is Postgres's "fast" shutdown; SIGTERM would wait for clients to leave.
@@ -109,16 +115,19 @@ pub async fn wait_ready(
 }
 
 async fn initdb(
-    tools: &Tools,
+    bin: &Path,
     spec: &PostgresSpec,
     run_as: Option<RunAs>,
     log: &Path,
 ) -> Result<(), StackError> {
-    let dir = &spec.data_dir;
-    // A directory without PG_VERSION is a half-finished initdb from a crash: start over.
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)
-            .map_err(StackError::io(format!("clearing {}", dir.display())))?;
+    let building = spec.data_dir.with_extension("initdb");
+    let dir = &building;
+    // Left by an initdb that was interrupted: start over.
+    for stale in [dir, &spec.data_dir] {
+        if stale.exists() {
+            std::fs::remove_dir_all(stale)
+                .map_err(StackError::io(format!("clearing {}", stale.display())))?;
+        }
     }
     std::fs::create_dir_all(dir).map_err(StackError::io(format!("creating {}", dir.display())))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
@@ -142,7 +151,7 @@ async fn initdb(
     let log_err = log_file
         .try_clone()
         .map_err(StackError::io("duplicating a log handle"))?;
-    let mut command = tokio::process::Command::new(tools.postgres_bin.join("initdb"));
+    let mut command = tokio::process::Command::new(bin.join("initdb"));
     command
         .arg("-D")
         .arg(dir)
@@ -167,10 +176,21 @@ async fn initdb(
     if let Some(identity) = run_as {
         command.uid(identity.uid).gid(identity.gid);
     }
+    // SAFETY: prctl is async-signal-safe. initdb dies with us rather than finishing unobserved.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
     let status = tokio::time::timeout(Duration::from_secs(120), command.status()).await;
     let _ = std::fs::remove_file(&password_file);
     match status {
-        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) if status.success() => {
+            std::fs::rename(dir, &spec.data_dir).map_err(StackError::io(format!(
+                "moving the new cluster to {}",
+                spec.data_dir.display()
+            )))
+        }
         Ok(Ok(status)) => Err(StackError::NotReady {
             service: "postgres",
             reason: format!(

@@ -1,0 +1,67 @@
+//! A copy of the PostgreSQL binaries that the unprivileged user can reach.
+//!
+//! When we run as root, Postgres runs as an unprivileged user, which must be able to enter every
+//! directory above its binaries. A checkout under `/root` or a `mktemp -d` directory (mode 0700)
+//! breaks that, so we copy the installation (about 40 MB) once to a world-readable system
+//! directory and run it from there. Copies are keyed by the source path and published by rename,
+//! so an interrupted copy is never used.
+
+use crate::StackError;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Where reachable copies live.
+const MIRROR_ROOT: &str = "/var/lib/firstline";
+
+/// Returns the `bin/` of a reachable copy of the installation that `bin` belongs to.
+pub(super) fn reachable_copy(bin: &Path) -> Result<PathBuf, StackError> {
+    let install = bin.parent().ok_or_else(|| StackError::Io {
+        context: format!("{} has no parent directory", bin.display()),
+        source: std::io::Error::other("not an installation"),
+    })?;
+    let key = fnv1a(install.to_string_lossy().as_bytes());
+    let target = Path::new(MIRROR_ROOT).join(format!("pginstall-{key:016x}"));
+    if !target.join("bin/postgres").is_file() {
+        std::fs::create_dir_all(MIRROR_ROOT)
+            .and_then(|()| {
+                std::fs::set_permissions(MIRROR_ROOT, std::fs::Permissions::from_mode(0o755))
+            })
+            .map_err(StackError::io(format!("creating {MIRROR_ROOT}")))?;
+        let partial = target.with_extension(format!("partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&partial);
+        copy_tree(install, &partial)
+            .and_then(|()| std::fs::rename(&partial, &target))
+            .map_err(StackError::io(format!(
+                "copying PostgreSQL to {} (its own directory is not reachable by the Postgres user)",
+                target.display()
+            )))?;
+        tracing::info!(from = %install.display(), to = %target.display(), "copied PostgreSQL where its user can reach it");
+    }
+    Ok(target.join("bin"))
+}
+
+/// Copies files, directories and symlinks, keeping permission bits (world-readable sources stay
+/// world-readable).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let destination = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &destination)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &destination)?;
+        } else {
+            std::fs::copy(entry.path(), &destination)?;
+        }
+    }
+    Ok(())
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
