@@ -362,6 +362,15 @@ impl<S: State> Run<S> {
                     }
                 }
             }
+            if failure.is_some() {
+                // Siblings that finished in the same instant keep their writes, so a resume
+                // does not run them again; only those still in flight are cancelled.
+                while let Some(Some((i, result))) = running.next().now_or_never() {
+                    if let Ok(update) = result {
+                        results[i] = Some(update);
+                    }
+                }
+            }
             failure
             // Dropping `running` here cancels the siblings still in flight.
         };

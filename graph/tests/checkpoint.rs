@@ -105,6 +105,51 @@ async fn resume_after_a_failed_step_reruns_only_the_failed_node() {
 }
 
 #[tokio::test]
+async fn a_sibling_ready_when_the_failure_lands_keeps_its_write() {
+    // `a` fails on its first poll; `b` would finish on its first poll too, but is polled after
+    // `a`. Its work is done by the time the step gives up, so it must not run again on resume.
+    let b_runs = counter();
+    let fail_once = counter();
+    let mut g = GraphBuilder::<S>::new();
+    let (b_runs_in_node, fails) = (b_runs.clone(), fail_once.clone());
+    g.add_node("a", move |_s: Arc<S>| {
+        let fails = fails.clone();
+        async move {
+            if fails.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err("transient".into());
+            }
+            Ok(U::default().log(vec!["a".into()]))
+        }
+    })
+    .add_node("b", move |_s: Arc<S>| {
+        let runs = b_runs_in_node.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(U::default().log(vec!["b".into()]))
+        }
+    })
+    .add_edge(START, "a")
+    .add_edge(START, "b")
+    .add_edge("a", END)
+    .add_edge("b", END);
+    let graph = g.compile().expect("valid");
+    let err = graph
+        .invoke(S::default(), 3)
+        .await
+        .expect_err("a fails once");
+    let checkpoint = *err.checkpoint.expect("checkpoint");
+    let pending: Vec<&str> = checkpoint
+        .pending_writes
+        .iter()
+        .map(|w| w.node.as_str())
+        .collect();
+    assert_eq!(pending, ["b"]);
+    let done = graph.resume(checkpoint, 3).await.expect("resumed");
+    assert_eq!(count(&b_runs), 1, "b's write came from the pending writes");
+    assert_eq!(done.log, ["a", "b"]);
+}
+
+#[tokio::test]
 async fn checkpoint_round_trips_through_serde_json_and_resumes_mid_run() {
     // Unequal branches, so the checkpoint after step 1 holds join progress.
     let c_calls = counter();
