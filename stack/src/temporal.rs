@@ -64,11 +64,12 @@ pub async fn wait_ready(
 
 /// One health check of the frontend at `address` (`host:port`) through the Temporal CLI.
 pub async fn health(cli: PathBuf, address: String) -> Result<(), String> {
-    if tokio::net::TcpStream::connect(address.as_str())
-        .await
-        .is_err()
-    {
-        return Err(format!("nothing listening on {address}"));
+    let connect = tokio::net::TcpStream::connect(address.as_str());
+    if !matches!(
+        tokio::time::timeout(Duration::from_secs(3), connect).await,
+        Ok(Ok(_))
+    ) {
+        return Err(format!("nothing answering on {address}"));
     }
     let output = tokio::process::Command::new(cli)
         .args(["operator", "cluster", "health", "--address"])
