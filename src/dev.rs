@@ -4,7 +4,8 @@
 //! migrates the `firstline` database, writes the addresses to `<state_dir>/env` (shell syntax, so
 //! `. .firstline/env` points other commands at this stack), prints one line per service, then
 //! waits. Ctrl-C or SIGTERM stops every child; a service dying on its own stops the rest and
-//! exits non-zero. The bot, worker and embedder join this process as their issues land.
+//! exits non-zero. The bot runs in this process (with the Slack stand-in when no bot token is
+//! configured; `--no-bot` runs the stack alone); the worker and embedder join as their issues land.
 
 use firstline_config::{DatabaseSettings, Settings};
 use firstline_stack::{Addresses, Stack, StackConfig};
@@ -18,9 +19,13 @@ const DATABASE: &str = "firstline";
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run only the stack (PostgreSQL, Temporal, Kafka): no bot, no Slack stand-in.
+    #[arg(long)]
+    no_bot: bool,
+}
 
-pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     let config = StackConfig::from_settings(&settings.dev);
@@ -35,8 +40,22 @@ pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
         stack.stop(STOP_GRACE).await;
         return Err(e);
     }
+    let bot = if args.no_bot {
+        None
+    } else {
+        match crate::bot::start_for_dev(&settings, &addresses, DATABASE).await {
+            Ok(bot) => Some(bot),
+            Err(e) => {
+                stack.stop(STOP_GRACE).await;
+                return Err(e);
+            }
+        }
+    };
     let env_file = state_dir.join("env");
     std::fs::write(&env_file, env_lines(&addresses))?;
+    for line in bot.iter().flat_map(|b| b.lines.iter()) {
+        println!("{line}");
+    }
     print_ready(&addresses, &stack, &env_file);
 
     let outcome = tokio::select! {
@@ -49,6 +68,9 @@ pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
         )),
     };
     eprintln!("stopping…");
+    if let Some(bot) = bot {
+        bot.stop().await;
+    }
     stack.stop(STOP_GRACE).await;
     let _ = std::fs::remove_file(&env_file);
     outcome

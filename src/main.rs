@@ -2,8 +2,10 @@
 //! operator's tool; this file only parses the command line, loads settings, starts telemetry and
 //! turns errors into one line on stderr and a non-zero exit code.
 
+mod bot;
 mod dev;
 mod doctor;
+mod investigate;
 mod migrate;
 mod telemetry;
 
@@ -28,12 +30,16 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the Slack bot: receive events, record them, relay them to Kafka and Temporal.
+    Bot(bot::Args),
     /// Run everything on this machine: PostgreSQL+pgvector, Temporal and Kafka, migrated and ready.
     Dev(dev::Args),
     /// Apply the database migrations to database.url (any PostgreSQL with pgvector).
     Migrate(migrate::Args),
     /// Check the environment: tools, ports, database, Temporal, Kafka; say how to fix what's wrong.
     Doctor,
+    /// Investigate one alert in-process with the incident graph and print the report.
+    Investigate(investigate::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,9 +60,11 @@ fn main() -> ExitCode {
     // parent-death signal tied to the thread that spawned them.
     let result = runtime.block_on(async {
         match cli.command {
+            Command::Bot(args) => bot::run(settings, args).await,
             Command::Dev(args) => dev::run(settings, args).await,
             Command::Migrate(args) => migrate::run(settings, args).await,
             Command::Doctor => doctor::run(settings).await,
+            Command::Investigate(args) => investigate::run(settings, args).await,
         }
     });
     match result {

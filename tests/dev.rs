@@ -28,6 +28,9 @@ fn firstline() -> Command {
             firstline_testkit::workspace_root().join(".tools"),
         )
         .env("RUST_LOG", "warn")
+        // dev also runs the bot and the Slack stand-in: on free ports, so tests run in parallel.
+        .env("FIRSTLINE_BOT__LISTEN", "127.0.0.1:0")
+        .env("FIRSTLINE_SLACK__STANDIN_PORT", "0")
         .stdin(Stdio::null())
         .kill_on_drop(true);
     command

@@ -8,15 +8,18 @@
 //! 3. environment variables `FIRSTLINE_<SECTION>__<KEY>`, e.g. `FIRSTLINE_DATABASE__URL`.
 //!
 //! A bad value fails at start-up with a message naming the setting (see [`ConfigError`]).
-//! Secrets (the database URL's password) never appear in `Debug` output or logs.
+//! Secrets (the database URL's password, Slack tokens and signing secret) never appear in `Debug` output or logs.
 
 mod secret;
 mod settings;
 
 pub use secret::DatabaseUrl;
 pub use settings::{
-    DatabaseSettings, DevSettings, KafkaSettings, LogFormat, LogSettings, Settings,
-    TemporalSettings,
+    AlertRule, BotSettings, DatabaseSettings, DevSettings, KafkaSettings, LogFormat, LogSettings,
+    SecretString, Settings, SlackMode, SlackSettings, TemporalSettings,
+};
+pub use settings::{
+    CapabilityBinding, MCP_CAPABILITIES, MCP_PROFILES, McpServerSettings, McpSettings,
 };
 
 use figment::Figment;

@@ -124,3 +124,86 @@ fn every_setting_has_an_environment_variable() {
         "FIRSTLINE_DEV__POSTGRES_OS_USER".to_string()
     )));
 }
+
+#[test]
+fn mcp_servers_load_from_toml_with_defaults_for_limits() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "firstline.toml",
+            r#"
+[[mcp.servers]]
+name = "k8s"
+command = "kubernetes-mcp-server"
+args = ["--read-only", "--list-output", "yaml"]
+env = { KUBECONFIG = "/etc/kube/config" }
+profile = "kubernetes-mcp-server"
+
+[[mcp.servers]]
+name = "prom"
+url = "http://127.0.0.1:9091/mcp"
+profile = "prometheus-mcp-server"
+allow = ["execute_range_query"]
+call_timeout_secs = 30
+
+[mcp.capabilities.log_query]
+server = "prom"
+tool = "query_loki_logs"
+args = { datasourceUid = "loki", logql = "{query}", limit = "{limit}" }
+"#,
+        )?;
+        let settings = Settings::load(Some(Path::new("firstline.toml"))).expect("loads");
+        let mcp = &settings.mcp;
+        assert_eq!(mcp.servers.len(), 2);
+        assert_eq!(mcp.call_timeout_secs, 15);
+        assert_eq!(mcp.max_result_bytes, 65_536);
+        assert_eq!(mcp.servers[0].args[2], "yaml");
+        assert_eq!(mcp.servers[1].call_timeout_secs, Some(30));
+        let binding = &mcp.capabilities["log_query"];
+        assert_eq!(binding.args["logql"], serde_json::json!("{query}"));
+        let shown = format!("{mcp:?}");
+        assert!(
+            !shown.contains("/etc/kube/config"),
+            "env values stay out of Debug: {shown}"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn bad_mcp_settings_name_the_setting() {
+    let cases: &[(&str, &str)] = &[
+        ("[[mcp.servers]]\nname = \"a\"\n", "exactly one of `url`"),
+        (
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"https://x/mcp\"\n",
+            "https:// MCP endpoints are not supported yet",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nprofile = \"nope\"\n",
+            "unknown profile `nope`",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp.servers]]\nname = \"a\"\ncommand = \"y\"\n",
+            "name used twice",
+        ),
+        (
+            "[mcp.capabilities.pod_describe]\nserver = \"ghost\"\ntool = \"pods_get\"\n",
+            "not in mcp.servers",
+        ),
+        (
+            "[mcp.capabilities.pod_poke]\nserver = \"a\"\ntool = \"t\"\n",
+            "unknown capability",
+        ),
+        ("[mcp]\ncall_timeout_secs = 0\n", "mcp.call_timeout_secs"),
+    ];
+    for (toml, expected) in cases {
+        Jail::expect_with(|jail| {
+            jail.create_file("firstline.toml", toml)?;
+            let error = Settings::load(Some(Path::new("firstline.toml")))
+                .expect_err("must fail")
+                .to_string();
+            assert!(error.contains(expected), "{toml}: {error}");
+            assert!(error.contains("mcp."), "{toml}: {error}");
+            Ok(())
+        });
+    }
+}

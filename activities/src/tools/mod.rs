@@ -5,6 +5,15 @@
 //! that onto whatever server and tool the operator configured (kubernetes-mcp-server, Grafana's
 //! MCP server, Prometheus's, or the lab's). A failure of any kind comes back as
 //! [`Fetched::Missing`], which the report records as missing evidence; it never aborts a round.
+//!
+//! Layout:
+//! - this file — the interface ([`CapabilityRequest`], [`Fetched`], [`EvidenceSource`]);
+//! - [`mcp`] — [`McpTools`] (servers + bindings, built from `mcp` settings) and [`RoundTools`]
+//!   (one round's [`EvidenceSource`]): allowlist, cache, limits, redaction, audit;
+//! - [`profiles`] — built-in capability bindings for real servers and the lab;
+//! - [`template`] — how request fields become tool arguments;
+//! - `setup` (settings → plan), `client` (rmcp connections), `output` (result text, size cap),
+//!   `record` (`tool_cache` and `audit` rows).
 
 use crate::evidence::{Capability, MissingEvidence};
 use chrono::{DateTime, Utc};
@@ -136,3 +145,14 @@ pub trait EvidenceSource: Send + Sync + 'static {
     /// [`Fetched::Missing`] with a reason an on-call engineer can act on.
     fn fetch(&self, request: CapabilityRequest) -> impl Future<Output = Fetched> + Send;
 }
+
+mod client;
+pub mod mcp;
+mod output;
+pub mod profiles;
+mod record;
+mod setup;
+pub mod template;
+
+pub use mcp::{CallScope, ListedTool, McpTools, RoundTools};
+pub use setup::ToolConfigError;

@@ -1,0 +1,198 @@
+//! The `ask` node: when the report is not grounded, up to three concrete questions for the
+//! people in the thread — things only a human can answer or unblock.
+//!
+//! In order of what unblocks the next round most:
+//!
+//! 1. what the alert does not say (no target, no namespace, only a deployment and no pod);
+//! 2. what could not be read, grouped by system and naming the failure ("The pod description
+//!    and container logs could not be read (kubernetes: timed out): is the cluster API
+//!    reachable from Firstline?");
+//! 3. the judge's doubts about unverified suspicions;
+//! 4. when everything read looks healthy: whether the alert still fires and what changed that
+//!    telemetry would not show.
+//!
+//! A question already asked in an earlier round of the thread is not asked again. Never
+//! generic filler: every question names the object, the time or the failure it is about.
+//!
+//! Model seam: with a model configured, the model may rephrase and re-rank these candidates
+//! (same cap, same sources); it does not invent new ones.
+
+use tracing::Instrument;
+
+use crate::evidence::Capability;
+
+use super::judge::MAX_QUESTIONS;
+use super::recall::memory;
+use super::state::{IncidentState, IncidentUpdate, MissingKind};
+use super::summarise::{around, subject};
+
+/// The ask node's body.
+pub async fn ask(state: &IncidentState) -> IncidentUpdate {
+    let span = tracing::info_span!("incident.ask", questions = tracing::field::Empty);
+    async {
+        let questions = questions(state);
+        tracing::Span::current().record("questions", questions.len());
+        IncidentUpdate::default().questions(questions)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Up to [`MAX_QUESTIONS`] questions for a state the judge did not accept.
+pub fn questions(state: &IncidentState) -> Vec<String> {
+    let mut candidates = Vec::new();
+    candidates.extend(about_the_alert(state));
+    candidates.extend(about_failures(state));
+    if let Some(verdict) = &state.verdict {
+        candidates.extend(verdict.questions.iter().cloned());
+    }
+    if state.findings.is_empty() && !state.evidence.is_empty() {
+        candidates.extend(about_a_healthy_target(state));
+    }
+    let asked_before: Vec<&String> = state
+        .context
+        .earlier_rounds
+        .iter()
+        .flat_map(|r| r.questions.iter())
+        .chain(&state.context.open_questions)
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for question in candidates {
+        if !asked_before.contains(&&question) && !out.contains(&question) {
+            out.push(question);
+        }
+        if out.len() == MAX_QUESTIONS {
+            break;
+        }
+    }
+    out
+}
+
+fn about_the_alert(state: &IncidentState) -> Vec<String> {
+    let target = &state.alert.target;
+    let mut out = Vec::new();
+    let name = target.alertname.as_deref().unwrap_or("this alert");
+    match (subject(target), &target.namespace) {
+        (None, _) => out.push(format!(
+            "Which pod, deployment or service is `{name}` about? The alert names none, so \
+             nothing could be described or read."
+        )),
+        (Some(subject), None) => out.push(format!(
+            "Which namespace (environment) is `{subject}` in? The alert has no namespace, so \
+             nothing in the cluster could be looked up."
+        )),
+        (Some(_), Some(_)) => {}
+    }
+    if target.pod.is_none()
+        && target.namespace.is_some()
+        && let Some(workload) = target.workload.as_deref().or(target.service.as_deref())
+    {
+        out.push(format!(
+            "Which pod of `{workload}` is failing? The alert names no pod, so no pod was \
+             described and no container log was read."
+        ));
+    }
+    out
+}
+
+/// One question per system that failed, naming what could not be read and why.
+fn about_failures(state: &IncidentState) -> Vec<String> {
+    let failed: Vec<_> = state
+        .missing
+        .iter()
+        .filter(|m| m.kind == MissingKind::Failed && m.capability != memory())
+        .collect();
+    let mut out = Vec::new();
+    let cluster: Vec<_> = failed
+        .iter()
+        .filter(|m| {
+            matches!(
+                m.capability,
+                Capability::PodDescribe
+                    | Capability::PodLogsCurrent
+                    | Capability::PodLogsPrevious
+                    | Capability::Events
+            )
+        })
+        .collect();
+    if let Some(first) = cluster.first() {
+        let what = join_labels(cluster.iter().map(|m| m.capability.label()));
+        let target = &state.alert.target;
+        let namespace = target
+            .namespace
+            .as_deref()
+            .map(|ns| format!(" -n {ns}"))
+            .unwrap_or_default();
+        let pod = target.pod.as_deref().unwrap_or("<pod>");
+        out.push(format!(
+            "The {what} could not be read ({}): is the cluster API reachable from Firstline, and \
+             what does `kubectl{namespace} describe pod {pod}` show?",
+            first.reason
+        ));
+    }
+    let when = around(&state.alert);
+    for missing in &failed {
+        let question = match missing.capability {
+            Capability::DeployHistory => format!(
+                "The deploy history of `{}` could not be read ({}): was anything deployed or \
+                 changed there {when}?",
+                state
+                    .alert
+                    .target
+                    .workload
+                    .as_deref()
+                    .unwrap_or("the workload"),
+                missing.reason
+            ),
+            Capability::MetricRange => format!(
+                "The alert's metric could not be queried ({}): is Prometheus reachable, and is \
+                 the alert still firing?",
+                missing.reason
+            ),
+            Capability::LogQuery => format!(
+                "The log query failed ({}): is Loki reachable from Firstline?",
+                missing.reason
+            ),
+            Capability::TraceSearch => format!(
+                "The trace search failed ({}): is Tempo reachable from Firstline?",
+                missing.reason
+            ),
+            _ => continue,
+        };
+        out.push(question);
+    }
+    out
+}
+
+fn about_a_healthy_target(state: &IncidentState) -> Vec<String> {
+    let target = &state.alert.target;
+    let when = around(&state.alert);
+    let checked = join_labels(state.evidence.iter().map(|e| e.capability.label()));
+    let subject = subject(target).unwrap_or("the target");
+    vec![
+        format!(
+            "Nothing wrong shows for `{subject}` in what was read ({checked}): is `{}` still \
+             firing, and did anyone see user impact {when}?",
+            target.alertname.as_deref().unwrap_or("the alert")
+        ),
+        format!(
+            "Did anything change {when} that the cluster would not show — a config or \
+             feature-flag change, a dependency outside the cluster, a traffic spike?"
+        ),
+    ]
+}
+
+/// `a`, `a and b`, `a, b and c`, without repeats.
+fn join_labels<'a>(labels: impl Iterator<Item = &'a str>) -> String {
+    let mut unique: Vec<&str> = Vec::new();
+    for label in labels {
+        if !unique.contains(&label) {
+            unique.push(label);
+        }
+    }
+    match unique.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}

@@ -1,0 +1,160 @@
+//! The Events API endpoint (`POST /slack/events`) plus `/healthz` and `/metrics`.
+//!
+//! Order of checks on an event request: body size (413) → signature and 5-minute timestamp
+//! window, verified by slack-morphism's axum layer in constant time (401) → JSON shape (400) →
+//! `url_verification` answered → the [`Pipeline`] (200 after commit, 503 when the database
+//! cannot record it, so Slack retries). Nothing is stored before the signature is verified.
+
+use crate::pipeline::{Handled, Pipeline};
+use crate::slack::connector;
+use crate::telemetry;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use firstline_config::SecretString;
+use metrics_exporter_prometheus::PrometheusHandle;
+use slack_morphism::prelude::*;
+use slack_morphism::signature_verifier::{
+    SlackEventAbsentSignatureError, SlackEventSignatureVerifierError,
+};
+use std::sync::Arc;
+
+/// What the router needs.
+#[derive(Clone)]
+struct AppState {
+    pipeline: Pipeline,
+    metrics: Option<PrometheusHandle>,
+}
+
+/// The bot's HTTP routes. `signing_secret` verifies every event request.
+pub fn router(
+    pipeline: Pipeline,
+    signing_secret: &SecretString,
+    body_limit: usize,
+    metrics: Option<PrometheusHandle>,
+) -> Router {
+    let client = Arc::new(SlackClient::new(SlackClientHyperConnector::with_connector(
+        connector(),
+    )));
+    let environment = Arc::new(
+        SlackClientEventsListenerEnvironment::new(client).with_error_handler(rejection_status),
+    );
+    let listener = SlackEventsAxumListener::new(environment);
+    let secret = SlackSigningSecret::new(signing_secret.expose().to_string());
+    let events = Router::new().route(
+        "/slack/events",
+        post(events).layer(
+            listener
+                .events_layer(&secret)
+                .with_event_extractor(SlackEventsExtractors::push_event()),
+        ),
+    );
+    Router::new()
+        .merge(events)
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(render_metrics))
+        .layer(middleware::from_fn(move |request, next| {
+            limit_body(request, next, body_limit)
+        }))
+        .with_state(AppState { pipeline, metrics })
+}
+
+/// 413 for a declared length over the limit; a longer chunked body fails the read (400).
+async fn limit_body(request: Request, next: Next, limit: usize) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > limit) {
+        metrics::counter!(telemetry::EVENTS, "outcome" => "rejected").increment(1);
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let limited = axum::body::Body::new(http_body_util::Limited::new(body, limit));
+    next.run(Request::from_parts(parts, limited)).await
+}
+
+/// Status for a request slack-morphism rejected: 401 for signature problems, 400 otherwise.
+fn rejection_status(
+    error: Box<dyn std::error::Error + Send + Sync>,
+    _client: Arc<SlackHyperClient>,
+    _state: SlackClientEventsUserState,
+) -> StatusCode {
+    metrics::counter!(telemetry::EVENTS, "outcome" => "rejected").increment(1);
+    let signature = error
+        .downcast_ref::<SlackEventSignatureVerifierError>()
+        .is_some()
+        || error
+            .downcast_ref::<SlackEventAbsentSignatureError>()
+            .is_some();
+    if signature {
+        tracing::warn!(error = %error, "rejected an event request: bad signature");
+        StatusCode::UNAUTHORIZED
+    } else {
+        tracing::warn!(error = %one_line(&error.to_string()), "rejected an event request");
+        StatusCode::BAD_REQUEST
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.chars()
+        .take(300)
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect()
+}
+
+async fn events(
+    State(state): State<AppState>,
+    Extension(event): Extension<SlackPushEvent>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    match event {
+        SlackPushEvent::UrlVerification(verification) => {
+            Json(serde_json::json!({ "challenge": verification.challenge })).into_response()
+        }
+        SlackPushEvent::AppRateLimited(limited) => {
+            tracing::warn!(minute = ?limited.minute_rate_limited, "Slack rate-limited our events");
+            StatusCode::OK.into_response()
+        }
+        SlackPushEvent::EventCallback(_) => {
+            if let Some(retry) = headers.get("x-slack-retry-num") {
+                let reason = headers
+                    .get("x-slack-retry-reason")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("unknown")
+                    .to_string();
+                tracing::debug!(retry = ?retry, %reason, "Slack redelivery");
+                metrics::counter!(telemetry::SLACK_RETRIES, "reason" => reason).increment(1);
+            }
+            let payload: serde_json::Value = match serde_json::from_str(&body) {
+                Ok(value) => value,
+                Err(_) => return StatusCode::BAD_REQUEST.into_response(),
+            };
+            match state.pipeline.handle(&payload).await {
+                Ok(Handled::Stored { .. } | Handled::Duplicate | Handled::Ignored(_)) => {
+                    StatusCode::OK.into_response()
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "event not recorded; Slack will retry");
+                    (StatusCode::SERVICE_UNAVAILABLE, "not recorded, retry").into_response()
+                }
+            }
+        }
+    }
+}
+
+async fn render_metrics(State(state): State<AppState>) -> Response {
+    match state.metrics {
+        Some(handle) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            handle.render(),
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}

@@ -1,0 +1,29 @@
+//! Firstline's Slack ingress (`firstline bot`): Slack events in, durable records out.
+//!
+//! ```text
+//! Slack ──Events API (http.rs) or Socket Mode (socket.rs)──▶ pipeline.rs
+//!    classify.rs → ingest.rs: ONE transaction (thread, message deduped, outbox rows) → ack
+//! relay/ (background, replica-safe): outbox publish → Kafka (relay/kafka.rs)
+//!                                    outbox wake    → Temporal signal-with-start (relay/temporal.rs)
+//! slack/: the Web API client (post, update, react, replies), limits, pacing, signing
+//! standin/: a Slack stand-in on a real socket for `firstline dev` and the tests
+//! ```
+//!
+//! [`start`] runs the parts a process wants and stops them all on one cancellation token.
+
+pub mod classify;
+pub mod http;
+pub mod ingest;
+pub mod model;
+pub mod pipeline;
+pub mod reactions;
+pub mod relay;
+pub mod schema;
+pub mod slack;
+pub mod socket;
+pub mod standin;
+pub mod telemetry;
+
+mod run;
+
+pub use run::{BotError, Parts, Running, start};

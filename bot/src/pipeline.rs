@@ -1,0 +1,145 @@
+//! The path every event takes after transport (Events API or Socket Mode): classify → record in
+//! one transaction (bounded by `bot.ingest_timeout_ms`) → tell the caller whether it may ack.
+//! Side effects that are not part of the record (the 👀 reaction) run after commit, off the ack
+//! path.
+
+use crate::classify::{Classifier, Skip};
+use crate::ingest::{self, Recorded};
+use crate::model::Kind;
+use crate::telemetry;
+use serde_json::Value;
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// The result of handling one event; every variant is acked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    /// Stored (with outbox rows).
+    Stored {
+        /// `messages.id`.
+        message_id: i64,
+        /// Its kind.
+        kind: Kind,
+    },
+    /// Already stored: a redelivery, or the second event of one mention.
+    Duplicate,
+    /// Not a message (reaction, unknown event type, …): acknowledged, not stored.
+    Ignored(String),
+}
+
+/// Why an event could not be recorded. Slack must not get a 2xx: it will retry.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The database failed or is unreachable.
+    #[error("recording the message failed: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The transaction did not finish within the ingest deadline.
+    #[error("recording the message took longer than {0:?}")]
+    Timeout(Duration),
+}
+
+/// A request to react to a recorded mention (sent to the reaction task).
+#[derive(Debug, Clone)]
+pub struct ReactTo {
+    /// Channel id.
+    pub channel: String,
+    /// Message ts.
+    pub ts: String,
+}
+
+/// Shared by the HTTP endpoint and the Socket Mode listener.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: PgPool,
+    classifier: Classifier,
+    timeout: Duration,
+    reactions: Option<mpsc::Sender<ReactTo>>,
+}
+
+impl Pipeline {
+    /// A pipeline writing to `pool`. `reactions`, when given, receives every new mention.
+    pub fn new(
+        pool: PgPool,
+        classifier: Classifier,
+        timeout: Duration,
+        reactions: Option<mpsc::Sender<ReactTo>>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                classifier,
+                timeout,
+                reactions,
+            }),
+        }
+    }
+
+    /// Handles one push payload. `Ok` means committed (or nothing to commit): ack it.
+    #[tracing::instrument(level = "debug", skip_all, fields(event_id, kind))]
+    pub async fn handle(&self, payload: &Value) -> Result<Handled, IngestError> {
+        let started = Instant::now();
+        let message = match self.inner.classifier.classify(payload) {
+            Ok(message) => message,
+            Err(skip) => {
+                let reason = match skip {
+                    Skip::NotACallback(t) => format!("payload type `{t}`"),
+                    Skip::NotAMessage(t) => format!("event type `{t}`"),
+                    Skip::Incomplete(field) => format!("message without {field}"),
+                };
+                metrics::counter!(telemetry::EVENTS, "outcome" => "ignored").increment(1);
+                tracing::debug!(%reason, "event acknowledged, not recorded");
+                return Ok(Handled::Ignored(reason));
+            }
+        };
+        let span = tracing::Span::current();
+        span.record("event_id", message.event_id.as_deref().unwrap_or(""));
+        span.record("kind", message.kind.as_str());
+        let recorded = match tokio::time::timeout(
+            self.inner.timeout,
+            ingest::record(&self.inner.pool, &message),
+        )
+        .await
+        {
+            Ok(Ok(recorded)) => recorded,
+            Ok(Err(e)) => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                return Err(e.into());
+            }
+            Err(_) => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                return Err(IngestError::Timeout(self.inner.timeout));
+            }
+        };
+        metrics::histogram!(telemetry::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
+        match recorded {
+            Recorded::Duplicate => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "duplicate").increment(1);
+                Ok(Handled::Duplicate)
+            }
+            Recorded::Stored { message_id, .. } => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => message.kind.as_str())
+                    .increment(1);
+                if message.kind == Kind::Mention
+                    && let Some(reactions) = &self.inner.reactions
+                {
+                    // Full queue: skip the reaction rather than slow the ack.
+                    let _ = reactions.try_send(ReactTo {
+                        channel: message.thread.channel_id.clone(),
+                        ts: message.ts.clone(),
+                    });
+                }
+                Ok(Handled::Stored {
+                    message_id,
+                    kind: message.kind,
+                })
+            }
+        }
+    }
+}

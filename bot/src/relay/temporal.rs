@@ -1,0 +1,172 @@
+//! The `wake` sink: signal-with-start of the thread's `incident_round` workflow (DESIGN
+//! invariant 4): id `incident-<team>-<channel>-<thread_ts>`, task queue `temporal.task_queue`,
+//! input `Trigger { thread }`, signal `mention { user, text, ts }`, id reuse ALLOW_DUPLICATE, so a
+//! mention signals an open run and starts a fresh run after the last one closed.
+//!
+//! The client connects lazily and reconnects after failures, so the bot starts (and keeps
+//! acking Slack) while Temporal is down; wake-ups wait in the outbox.
+
+use super::Sink;
+use super::outbox::{OutboxKind, OutboxRow};
+use crate::schema::{MentionSignal, Trigger, WakeRecord};
+use std::time::Duration;
+use temporalio_client::{
+    Client, ClientOptions, ConnectionOptions, WorkflowIdReusePolicy, WorkflowStartOptions,
+};
+use temporalio_common::{HasWorkflowDefinition, SignalDefinition, WorkflowDefinition};
+use tokio::sync::Mutex;
+
+/// Workflow type the relay starts.
+pub const WORKFLOW_TYPE: &str = "incident_round";
+/// Signal it sends.
+pub const SIGNAL_NAME: &str = "mention";
+
+/// `incident_round(Trigger)`, as the client sees it (the worker defines the real workflow).
+#[derive(Debug, Clone, Copy)]
+pub struct IncidentRound;
+
+impl WorkflowDefinition for IncidentRound {
+    type Input = Trigger;
+    type Output = serde_json::Value;
+    fn name(&self) -> &str {
+        WORKFLOW_TYPE
+    }
+}
+
+impl HasWorkflowDefinition for IncidentRound {
+    type Run = Self;
+}
+
+/// The `mention` signal of [`IncidentRound`].
+#[derive(Debug, Clone, Copy)]
+pub struct Mention;
+
+impl SignalDefinition for Mention {
+    type Workflow = IncidentRound;
+    type Input = MentionSignal;
+    fn name(&self) -> &str {
+        SIGNAL_NAME
+    }
+}
+
+/// Where and how to reach Temporal.
+#[derive(Debug, Clone)]
+pub struct TemporalTarget {
+    /// `http://host:port`.
+    pub address: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Task queue of the round workers.
+    pub task_queue: String,
+    /// Deadline of each call (and of connecting).
+    pub timeout: Duration,
+}
+
+/// Delivers `wake` rows.
+pub struct TemporalSink {
+    target: TemporalTarget,
+    client: Mutex<Option<Client>>,
+}
+
+impl TemporalSink {
+    /// A sink that connects on first use.
+    pub fn new(target: TemporalTarget) -> Self {
+        Self {
+            target,
+            client: Mutex::new(None),
+        }
+    }
+
+    async fn client(&self) -> Result<Client, String> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref() {
+            return Ok(client.clone());
+        }
+        let url = self
+            .target
+            .address
+            .parse::<temporalio_client::Url>()
+            .map_err(|e| format!("temporal.address {}: {e}", self.target.address))?;
+        let connection = ConnectionOptions::new(url)
+            .identity(format!("firstline-bot@{}", std::process::id()))
+            .connect_timeout(self.target.timeout)
+            .build();
+        let client = tokio::time::timeout(
+            self.target.timeout,
+            Client::connect(
+                connection,
+                ClientOptions::new(self.target.namespace.clone()).build(),
+            ),
+        )
+        .await
+        .map_err(|_| {
+            format!(
+                "connecting to Temporal: no answer within {:?}",
+                self.target.timeout
+            )
+        })?
+        .map_err(|e| format!("connecting to Temporal at {}: {e}", self.target.address))?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn wake(&self, client: &Client, wake: WakeRecord) -> Result<(), String> {
+        let options =
+            WorkflowStartOptions::new(self.target.task_queue.clone(), wake.thread.workflow_id())
+                .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
+                .build();
+        let call = client.signal_with_start_workflow(
+            IncidentRound,
+            Trigger {
+                thread: wake.thread.clone(),
+            },
+            Mention,
+            wake.mention,
+            options,
+        );
+        match tokio::time::timeout(self.target.timeout, call).await {
+            Ok(Ok(handle)) => {
+                tracing::debug!(workflow_id = %wake.thread.workflow_id(), run_id = ?handle.run_id(), "round woken");
+                Ok(())
+            }
+            Ok(Err(e)) => Err(format!("signal-with-start: {e}")),
+            Err(_) => Err(format!(
+                "signal-with-start: no answer within {:?}",
+                self.target.timeout
+            )),
+        }
+    }
+}
+
+impl Sink for TemporalSink {
+    fn kind(&self) -> OutboxKind {
+        OutboxKind::Wake
+    }
+
+    async fn deliver(&self, rows: &[OutboxRow]) -> Vec<Result<(), String>> {
+        let client = match self.client().await {
+            Ok(client) => client,
+            Err(e) => return rows.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut results = Vec::with_capacity(rows.len());
+        let mut failed = false;
+        for row in rows {
+            // Once the server fails, don't hammer it with the rest of the batch.
+            if failed {
+                results.push(Err("skipped after an earlier failure in this batch".into()));
+                continue;
+            }
+            let result = match serde_json::from_value::<WakeRecord>(row.payload.clone()) {
+                Ok(wake) => self.wake(&client, wake).await,
+                Err(e) => Err(format!("outbox row {} is not a wake record: {e}", row.id)),
+            };
+            failed = result.is_err();
+            results.push(result);
+        }
+        if failed {
+            // The connection may be dead; build a new one next time.
+            *self.client.lock().await = None;
+        }
+        results
+    }
+}

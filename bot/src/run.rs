@@ -1,0 +1,211 @@
+//! Assembling and running the bot: database pool, Slack identity, the event transport (HTTP or
+//! Socket Mode), the reaction task and the two relays, all stopped by one cancellation token.
+
+use crate::classify::Classifier;
+use crate::pipeline::Pipeline;
+use crate::relay::kafka::KafkaSink;
+use crate::relay::temporal::{TemporalSink, TemporalTarget};
+use crate::relay::{self, RelayConfig};
+use crate::slack::{SlackApi, SlackApiError};
+use crate::{http, reactions, socket, telemetry};
+use firstline_config::{Settings, SlackMode};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Timeout of Web API calls the bot makes itself.
+const SLACK_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the bot could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BotError {
+    /// The database is unreachable or broken.
+    #[error(transparent)]
+    Store(#[from] firstline_store::StoreError),
+    /// A setting the chosen mode needs is missing.
+    #[error("{setting} ({env}) must be set: {why}")]
+    Missing {
+        /// Dotted name.
+        setting: &'static str,
+        /// Environment variable.
+        env: &'static str,
+        /// Why it is needed.
+        why: &'static str,
+    },
+    /// `auth.test` failed.
+    #[error("asking Slack who the bot is (auth.test): {0} (check FIRSTLINE_SLACK__BOT_TOKEN)")]
+    Identity(#[from] SlackApiError),
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {address} (bot.listen / FIRSTLINE_BOT__LISTEN): {source}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Kafka client setup failed.
+    #[error(transparent)]
+    Kafka(#[from] relay::kafka::KafkaSetupError),
+}
+
+/// Which parts to run (tests run some alone; `firstline bot` runs all).
+#[derive(Debug, Clone, Copy)]
+pub struct Parts {
+    /// Receive events (HTTP or Socket Mode, per `slack.mode`).
+    pub ingest: bool,
+    /// Run the Kafka relay.
+    pub publish: bool,
+    /// Run the Temporal relay.
+    pub wake: bool,
+}
+
+impl Parts {
+    /// Everything.
+    pub const ALL: Parts = Parts {
+        ingest: true,
+        publish: true,
+        wake: true,
+    };
+}
+
+/// A started bot.
+#[derive(Debug)]
+pub struct Running {
+    /// Where the Events API endpoint listens (HTTP mode).
+    pub http_addr: Option<SocketAddr>,
+    tasks: JoinSet<()>,
+}
+
+impl Running {
+    /// Waits until every task has stopped (after the token was cancelled).
+    pub async fn wait(mut self) {
+        while let Some(joined) = self.tasks.join_next().await {
+            if let Err(e) = joined
+                && e.is_panic()
+            {
+                tracing::error!(error = %e, "a bot task panicked");
+            }
+        }
+    }
+}
+
+/// Starts the bot's `parts` with `settings`; everything stops when `cancel` fires.
+pub async fn start(
+    settings: &Settings,
+    parts: Parts,
+    cancel: CancellationToken,
+) -> Result<Running, BotError> {
+    crate::slack::install_crypto_provider();
+    let metrics = telemetry::install();
+    let pool = firstline_store::connect(&settings.database).await?;
+    let mut tasks = JoinSet::new();
+    let mut http_addr = None;
+
+    if parts.ingest {
+        let slack = &settings.slack;
+        let api = slack.bot_token.is_set().then(|| {
+            Arc::new(SlackApi::new(
+                &slack.api_url,
+                &slack.bot_token,
+                SLACK_CALL_TIMEOUT,
+            ))
+        });
+        let bot_user_id = match (&api, slack.bot_user_id.trim()) {
+            (_, id) if !id.is_empty() => id.to_string(),
+            (Some(api), _) => api.auth_test().await?.user_id,
+            (None, _) => {
+                tracing::warn!(
+                    "no slack.bot_user_id and no bot token: only app_mention events count as mentions"
+                );
+                String::new()
+            }
+        };
+        let reactions = match (&api, settings.bot.ack_reaction) {
+            (Some(api), true) => {
+                let (tx, rx) = tokio::sync::mpsc::channel(1024);
+                tasks.spawn(reactions::run(api.clone(), rx, cancel.clone()));
+                Some(tx)
+            }
+            _ => None,
+        };
+        let pipeline = Pipeline::new(
+            pool.clone(),
+            Classifier::new(&bot_user_id, &settings.bot.alert_rules),
+            Duration::from_millis(settings.bot.ingest_timeout_ms),
+            reactions,
+        );
+        match slack.mode {
+            SlackMode::Http => {
+                if !slack.signing_secret.is_set() {
+                    return Err(BotError::Missing {
+                        setting: "slack.signing_secret",
+                        env: "FIRSTLINE_SLACK__SIGNING_SECRET",
+                        why: "the Events API (slack.mode = http) verifies every request with it",
+                    });
+                }
+                let router = http::router(
+                    pipeline,
+                    &slack.signing_secret,
+                    settings.bot.body_limit_bytes,
+                    metrics,
+                );
+                let listener = tokio::net::TcpListener::bind(&settings.bot.listen)
+                    .await
+                    .map_err(|source| BotError::Listen {
+                        address: settings.bot.listen.clone(),
+                        source,
+                    })?;
+                let addr = listener.local_addr().map_err(|source| BotError::Listen {
+                    address: settings.bot.listen.clone(),
+                    source,
+                })?;
+                http_addr = Some(addr);
+                tracing::info!(%addr, "Events API listening on /slack/events");
+                let stop = cancel.clone();
+                tasks.spawn(async move {
+                    let served = axum::serve(listener, router)
+                        .with_graceful_shutdown(async move { stop.cancelled().await })
+                        .await;
+                    if let Err(e) = served {
+                        tracing::error!(error = %e, "Events API server failed");
+                    }
+                });
+            }
+            SlackMode::Socket => {
+                let listener =
+                    socket::SocketModeListener::new(pipeline, &slack.api_url, &slack.app_token);
+                tasks.spawn(listener.run(cancel.clone()));
+            }
+        }
+    }
+
+    let relay_config = RelayConfig::from_settings(&settings.bot);
+    let call_timeout = Duration::from_secs(settings.bot.relay_call_timeout_secs);
+    if parts.publish {
+        let sink = KafkaSink::new(&settings.kafka.brokers, &settings.kafka.topic, call_timeout)?;
+        tasks.spawn(relay::run(
+            pool.clone(),
+            sink,
+            relay_config.clone(),
+            cancel.clone(),
+        ));
+    }
+    if parts.wake {
+        let sink = TemporalSink::new(TemporalTarget {
+            address: settings.temporal.address.clone(),
+            namespace: settings.temporal.namespace.clone(),
+            task_queue: settings.temporal.task_queue.clone(),
+            timeout: call_timeout,
+        });
+        tasks.spawn(relay::run(pool.clone(), sink, relay_config, cancel.clone()));
+    }
+    let closing = pool.clone();
+    let stop = cancel.clone();
+    tasks.spawn(async move {
+        stop.cancelled().await;
+        closing.close().await;
+    });
+    Ok(Running { http_addr, tasks })
+}

@@ -1,0 +1,86 @@
+//! Socket Mode: the bot opens a websocket (`apps.connections.open` with the app-level token,
+//! through slack-morphism's listener) instead of receiving HTTP requests.
+//!
+//! After the envelope, events take the same [`Pipeline`] as the Events API, and dedupe on
+//! `event_id` covers redelivered envelopes. The ack goes out when the callback returns, so the
+//! callback does only the bounded recording transaction (`bot.ingest_timeout_ms`); reactions and
+//! relays happen elsewhere. If recording fails, no ack is sent and Slack redelivers
+//! (DESIGN invariant 2: ack after commit, never after anything else).
+
+use crate::pipeline::Pipeline;
+use crate::slack::connector;
+use firstline_config::SecretString;
+use slack_morphism::prelude::*;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// A Socket Mode connection feeding the pipeline.
+pub struct SocketModeListener {
+    pipeline: Pipeline,
+    api_url: String,
+    app_token: SecretString,
+}
+
+impl SocketModeListener {
+    /// A listener using `app_token` against the Web API at `api_url`.
+    pub fn new(pipeline: Pipeline, api_url: &str, app_token: &SecretString) -> Self {
+        Self {
+            pipeline,
+            api_url: api_url.trim_end_matches('/').to_string(),
+            app_token: app_token.clone(),
+        }
+    }
+
+    /// Connects and serves until `cancel` fires.
+    pub async fn run(self, cancel: CancellationToken) {
+        let connector = SlackClientHyperConnector::with_connector(connector())
+            .with_slack_api_url(&self.api_url);
+        let client = Arc::new(SlackClient::new(connector));
+        let environment = Arc::new(
+            SlackClientEventsListenerEnvironment::new(client)
+                .with_error_handler(not_recorded)
+                .with_user_state(self.pipeline.clone()),
+        );
+        let callbacks = SlackSocketModeListenerCallbacks::new().with_push_events(on_push_event);
+        let config = SlackClientSocketModeConfig::new().with_max_connections_count(1);
+        let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
+        let token =
+            SlackApiToken::new(SlackApiTokenValue::new(self.app_token.expose().to_string()));
+        if let Err(e) = listener.listen_for(&token).await {
+            tracing::error!(error = %e, "Socket Mode: could not open a connection (check FIRSTLINE_SLACK__APP_TOKEN)");
+            return;
+        }
+        listener.start().await;
+        tracing::info!("Socket Mode connected");
+        cancel.cancelled().await;
+        listener.shutdown().await;
+        tracing::info!("Socket Mode stopped");
+    }
+}
+
+async fn on_push_event(
+    event: SlackPushEventCallback,
+    _client: Arc<SlackHyperClient>,
+    state: SlackClientEventsUserState,
+) -> UserCallbackResult<()> {
+    let pipeline = {
+        let guard = state.read().await;
+        guard
+            .get_user_state::<Pipeline>()
+            .cloned()
+            .ok_or("Socket Mode: pipeline missing from listener state")?
+    };
+    let payload = serde_json::to_value(SlackPushEvent::EventCallback(event))?;
+    pipeline.handle(&payload).await?;
+    Ok(())
+}
+
+/// A failed callback: no ack, so Slack redelivers the envelope.
+fn not_recorded(
+    error: Box<dyn std::error::Error + Send + Sync>,
+    _client: Arc<SlackHyperClient>,
+    _state: SlackClientEventsUserState,
+) -> axum::http::StatusCode {
+    tracing::error!(error = %error, "Socket Mode event not recorded; not acking so Slack redelivers");
+    axum::http::StatusCode::SERVICE_UNAVAILABLE
+}

@@ -1,0 +1,283 @@
+//! Helpers shared by the bot's integration tests: settings pointing at the shared test stack, a
+//! bot started on a free port, signed requests, and a toggleable TCP proxy to take a dependency
+//! "down" (connections refused and cut) and bring it back.
+
+#![allow(dead_code)]
+
+pub mod kafka;
+
+use firstline_bot::slack::signing;
+use firstline_bot::{Parts, Running};
+use firstline_config::{DatabaseUrl, SecretString, Settings};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+pub const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+pub const BOT_USER: &str = "U07F1RSTBOT";
+
+/// Settings for a test: its own database, topic and task queue on the shared stack.
+pub fn settings(db: &DatabaseUrl) -> Settings {
+    let stack = firstline_testkit::stack();
+    let mut s = Settings::default();
+    s.database.url = db.clone();
+    s.database.max_connections = 8;
+    s.kafka.brokers = stack.kafka_brokers.clone();
+    s.kafka.topic = firstline_testkit::unique_name("fl-test-messages");
+    s.temporal.address = stack.temporal_address.clone();
+    s.temporal.task_queue = firstline_testkit::unique_name("fl-test-queue");
+    s.slack.signing_secret = SecretString::new(SECRET);
+    s.slack.bot_user_id = BOT_USER.into();
+    s.bot.listen = "127.0.0.1:0".into();
+    s.bot.relay_poll_ms = 50;
+    s.bot.relay_backoff_initial_ms = 100;
+    s.bot.relay_backoff_max_secs = 2;
+    s.bot.relay_call_timeout_secs = 5;
+    s
+}
+
+/// A running bot and the token that stops it.
+pub struct TestBot {
+    pub running: Option<Running>,
+    pub cancel: CancellationToken,
+    pub events_url: String,
+}
+
+impl TestBot {
+    pub async fn start(settings: &Settings, parts: Parts) -> Self {
+        let cancel = CancellationToken::new();
+        let running = firstline_bot::start(settings, parts, cancel.clone())
+            .await
+            .expect("starting the bot");
+        let events_url = running
+            .http_addr
+            .map(|a| format!("http://{a}/slack/events"))
+            .unwrap_or_default();
+        Self {
+            running: Some(running),
+            cancel,
+            events_url,
+        }
+    }
+
+    pub async fn stop(mut self) {
+        self.cancel.cancel();
+        if let Some(running) = self.running.take() {
+            tokio::time::timeout(Duration::from_secs(20), running.wait())
+                .await
+                .expect("the bot stops within 20 s");
+        }
+    }
+}
+
+/// A message event payload from a person.
+pub fn message_event(
+    event_id: &str,
+    channel: &str,
+    ts: &str,
+    user: &str,
+    text: &str,
+) -> serde_json::Value {
+    serde_json::json!({
+        "token": "x", "team_id": "T07F1RSTDEV", "api_app_id": "A07F1RSTAPP", "type": "event_callback",
+        "event_id": event_id, "event_time": 1733140000,
+        "event": {"type": "message", "channel": channel, "user": user, "text": text, "ts": ts,
+                  "event_ts": ts, "channel_type": "channel", "team": "T07F1RSTDEV"}
+    })
+}
+
+/// POSTs `body` signed at now + `skew_secs`; extra headers appended. Returns the status.
+pub async fn post_signed(url: &str, body: &str, skew_secs: i64, extra: &[(&str, &str)]) -> u16 {
+    let ts = signing::now() + skew_secs;
+    let mut request = http_client().post(url).body(body.to_string());
+    for (k, v) in signing::headers(SECRET, ts, body.as_bytes()) {
+        request = request.header(k, v);
+    }
+    for (k, v) in extra {
+        request = request.header(k, *v);
+    }
+    request.send().await.status()
+}
+
+/// Counts rows.
+pub async fn count(pool: &sqlx::PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.expect(sql)
+}
+
+/// A tiny HTTP/1.1 client on hyper (no extra dependencies).
+pub fn http_client() -> Http {
+    Http
+}
+
+pub struct Http;
+
+pub struct RequestBuilder {
+    method: hyper::Method,
+    url: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+pub struct Response {
+    status: u16,
+    pub body: String,
+}
+
+impl Response {
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+}
+
+impl Http {
+    pub fn post(&self, url: &str) -> RequestBuilder {
+        RequestBuilder {
+            method: hyper::Method::POST,
+            url: url.into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: String::new(),
+        }
+    }
+    pub fn get(&self, url: &str) -> RequestBuilder {
+        RequestBuilder {
+            method: hyper::Method::GET,
+            url: url.into(),
+            headers: vec![],
+            body: String::new(),
+        }
+    }
+}
+
+impl RequestBuilder {
+    pub fn header(mut self, k: &str, v: impl Into<String>) -> Self {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+    pub fn body(mut self, b: String) -> Self {
+        self.body = b;
+        self
+    }
+    pub async fn send(self) -> Response {
+        use http_body_util::BodyExt;
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<http_body_util::Full<bytes::Bytes>>();
+        let mut request = hyper::Request::builder().method(self.method).uri(&self.url);
+        for (k, v) in &self.headers {
+            request = request.header(k, v);
+        }
+        let request = request
+            .body(http_body_util::Full::new(bytes::Bytes::from(self.body)))
+            .unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(30), client.request(request))
+            .await
+            .expect("HTTP request timed out")
+            .expect("HTTP request failed");
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        Response {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    }
+}
+
+/// A TCP proxy in front of `target` that can be taken down (refuse and cut connections) and
+/// brought back, to make a dependency unreachable without touching the shared server.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    up: Arc<AtomicBool>,
+    cut: Arc<tokio::sync::Notify>,
+    cancel: CancellationToken,
+}
+
+impl Proxy {
+    pub async fn start(target: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let up = Arc::new(AtomicBool::new(true));
+        let cut = Arc::new(tokio::sync::Notify::new());
+        let cancel = CancellationToken::new();
+        let (u, c, stop) = (up.clone(), cut.clone(), cancel.clone());
+        tokio::spawn(async move {
+            loop {
+                let (client, _) = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    accepted = listener.accept() => match accepted { Ok(a) => a, Err(_) => continue },
+                };
+                if !u.load(Ordering::SeqCst) {
+                    drop(client); // refused: closed at once
+                    continue;
+                }
+                let (target, cut) = (target.clone(), c.clone());
+                tokio::spawn(async move {
+                    let Ok(mut server) = TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    let mut client = client;
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cut.notified() => {}
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            up,
+            cut,
+            cancel,
+        }
+    }
+
+    /// Refuses new connections and cuts open ones.
+    pub fn down(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        self.cut.notify_waiters();
+    }
+
+    pub fn up(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Waits until the outbox has no undelivered rows, or panics listing their last errors.
+pub async fn wait_outbox_drained(pool: &sqlx::PgPool, kind: &str, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let pending: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE sent_at IS NULL AND kind = $1")
+                .bind(kind)
+                .fetch_one(pool)
+                .await
+                .unwrap_or(-1);
+        if pending == 0 {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let errors: Vec<(String, i32, Option<String>)> = sqlx::query_as(
+                "SELECT kind, attempts, last_error FROM outbox WHERE sent_at IS NULL AND kind = $1 ORDER BY id LIMIT 5",
+            )
+            .bind(kind)
+            .fetch_all(pool)
+            .await
+            .unwrap_or_default();
+            panic!("outbox not drained after {timeout:?}; pending rows: {errors:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

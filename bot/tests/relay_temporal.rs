@@ -1,0 +1,214 @@
+//! The wake relay against the shared Temporal dev server: signal-with-start of `incident_round`
+//! with the thread's workflow id, a second mention signalling the same open run, and Temporal
+//! unreachable (a proxy taken down) while a mention arrives: acked, woken after it returns.
+//!
+//! No worker runs the workflow (it arrives with the next issue); the server accepting the call,
+//! the execution's id/type/task queue and the `mention` signals in its history are the contract.
+
+mod common;
+
+use common::*;
+use firstline_bot::Parts;
+use std::time::Duration;
+use temporalio_client::{
+    Client, ClientOptions, ConnectionOptions, UntypedWorkflow, WorkflowDescribeOptions,
+    WorkflowFetchHistoryOptions, WorkflowTerminateOptions,
+};
+use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+
+const INGEST_AND_WAKE: Parts = Parts {
+    ingest: true,
+    publish: false,
+    wake: true,
+};
+
+async fn client() -> Client {
+    let address = firstline_testkit::stack().temporal_address.clone();
+    let connection =
+        ConnectionOptions::new(address.parse::<temporalio_client::Url>().unwrap()).build();
+    Client::connect(connection, ClientOptions::new("default").build())
+        .await
+        .expect("connecting to Temporal")
+}
+
+/// Texts of the `mention` signals in the workflow's history.
+async fn mentions(client: &Client, workflow_id: &str) -> Vec<String> {
+    let handle = client.get_workflow_handle::<UntypedWorkflow>(workflow_id);
+    let events = handle
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap_or_default();
+    events
+        .into_iter()
+        .filter_map(|e| match e.attributes {
+            Some(Attributes::WorkflowExecutionSignaledEventAttributes(a))
+                if a.signal_name == "mention" =>
+            {
+                let payload = a.input?.payloads.into_iter().next()?;
+                let v: serde_json::Value = serde_json::from_slice(&payload.data).ok()?;
+                v["text"].as_str().map(str::to_string)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn mention(event_id: &str, ts: &str, thread_ts: &str, text: &str) -> String {
+    let mut e = message_event(event_id, "C07INCIDENT", ts, "U07ONCALL01", text);
+    e["event"]["thread_ts"] = thread_ts.into();
+    e.to_string()
+}
+
+#[tokio::test]
+async fn a_mention_signal_with_starts_the_threads_round_and_a_second_signals_the_same_run() {
+    let db = firstline_testkit::test_db().await;
+    let s = settings(&db.url);
+    let bot = TestBot::start(&s, INGEST_AND_WAKE).await;
+    let thread = unique_ts();
+    let workflow_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{thread}");
+    assert_eq!(
+        post_signed(
+            &bot.events_url,
+            &mention(
+                "Ev07T0000001",
+                &unique_ts(),
+                &thread,
+                "<@U07F1RSTBOT> first"
+            ),
+            0,
+            &[]
+        )
+        .await,
+        200
+    );
+    let client = client().await;
+    firstline_testkit::wait_for(
+        "the first mention signal",
+        Duration::from_secs(30),
+        || async {
+            (mentions(&client, &workflow_id).await == ["<@U07F1RSTBOT> first"]).then_some(())
+        },
+    )
+    .await;
+    let handle = client.get_workflow_handle::<UntypedWorkflow>(&workflow_id);
+    let described = handle
+        .describe(WorkflowDescribeOptions::default())
+        .await
+        .expect("describe");
+    let info = described
+        .raw_description
+        .workflow_execution_info
+        .clone()
+        .expect("execution info");
+    assert_eq!(
+        info.r#type.map(|t| t.name).as_deref(),
+        Some("incident_round")
+    );
+    assert_eq!(info.task_queue, s.temporal.task_queue);
+    let first_run = info.execution.map(|e| e.run_id).unwrap_or_default();
+
+    assert_eq!(
+        post_signed(
+            &bot.events_url,
+            &mention(
+                "Ev07T0000002",
+                &unique_ts(),
+                &thread,
+                "<@U07F1RSTBOT> second"
+            ),
+            0,
+            &[]
+        )
+        .await,
+        200
+    );
+    firstline_testkit::wait_for(
+        "the second mention signal",
+        Duration::from_secs(30),
+        || async { (mentions(&client, &workflow_id).await.len() == 2).then_some(()) },
+    )
+    .await;
+    let again = handle
+        .describe(WorkflowDescribeOptions::default())
+        .await
+        .expect("describe");
+    let run = again
+        .raw_description
+        .workflow_execution_info
+        .and_then(|i| i.execution)
+        .map(|e| e.run_id)
+        .unwrap_or_default();
+    assert_eq!(run, first_run, "a mention while the run is open signals it");
+    let _ = handle.terminate(WorkflowTerminateOptions::default()).await;
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn temporal_down_delays_wake_ups_and_they_are_delivered_after_it_returns() {
+    let db = firstline_testkit::test_db().await;
+    let target = firstline_testkit::stack()
+        .temporal_address
+        .trim_start_matches("http://")
+        .to_string();
+    let proxy = Proxy::start(target).await;
+    let mut s = settings(&db.url);
+    s.temporal.address = format!("http://{}", proxy.addr);
+    s.bot.relay_call_timeout_secs = 2;
+    proxy.down();
+    let bot = TestBot::start(&s, INGEST_AND_WAKE).await;
+    let thread = unique_ts();
+    let workflow_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{thread}");
+    let status = post_signed(
+        &bot.events_url,
+        &mention("Ev07TD000001", &thread, &thread, "<@U07F1RSTBOT> down?"),
+        0,
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "acked while Temporal is down");
+    firstline_testkit::wait_for("a failed wake attempt", Duration::from_secs(30), || async {
+        (count(
+            &db.pool,
+            "SELECT count(*) FROM outbox WHERE kind = 'wake' AND sent_at IS NULL AND attempts > 0",
+        )
+        .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    let client = client().await;
+    assert!(mentions(&client, &workflow_id).await.is_empty());
+    proxy.up();
+    firstline_testkit::wait_for(
+        "the wake-up after Temporal returns",
+        Duration::from_secs(60),
+        || async {
+            (mentions(&client, &workflow_id).await == ["<@U07F1RSTBOT> down?"]).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        count(
+            &db.pool,
+            "SELECT count(*) FROM outbox WHERE kind = 'wake' AND sent_at IS NULL"
+        )
+        .await,
+        0
+    );
+    let _ = client
+        .get_workflow_handle::<UntypedWorkflow>(&workflow_id)
+        .terminate(WorkflowTerminateOptions::default())
+        .await;
+    bot.stop().await;
+}
+
+/// A random Slack-shaped ts, so workflow ids differ between tests and runs.
+fn unique_ts() -> String {
+    let n = uuid::Uuid::new_v4().as_u128();
+    format!(
+        "{}.{:06}",
+        1_733_000_000 + (n % 1_000_000) as u64,
+        (n >> 64) % 1_000_000
+    )
+}

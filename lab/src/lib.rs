@@ -1,0 +1,23 @@
+//! firstline-lab: incidents on demand.
+//!
+//! A **scenario** (`lab/scenarios/<name>/scenario.yaml`, see `lab/README.md`) describes one
+//! incident: the Slack alert, the world the tools see (pods, events, deployments, logs, metrics,
+//! log streams, traces) at times relative to the alert, optional verbatim tool results for fault
+//! injection, optional past incidents and thread replies, and the expected outcome.
+//!
+//! The **lab MCP server** serves a scenario over real MCP (streamable HTTP or stdio) with the
+//! tool names and argument shapes of the real servers Firstline's profiles target, so the same
+//! configuration investigates the lab and production. It counts calls per tool for tests.
+//!
+//! - [`scenario`] — the format, its loader and the expectation check.
+//! - [`reltime`] — relative times (`-10m`).
+//! - [`render`] — the world rendered as the real servers render it.
+//! - [`server`] — the MCP server, [`serve_http`] and [`serve_stdio`].
+
+pub mod reltime;
+pub mod render;
+pub mod scenario;
+pub mod server;
+
+pub use scenario::{Expect, ExpectCheck, ExpectedVerdict, Scenario, ScenarioError, load_all};
+pub use server::{CallCounts, LabHandle, LabServer, serve_http, serve_stdio};

@@ -1,0 +1,123 @@
+//! `firstline bot`: the Slack ingress process (issue 5, `bot/`). Applies pending migrations,
+//! then runs the event transport (Events API or Socket Mode, per `slack.mode`) and both outbox
+//! relays until SIGTERM or Ctrl-C, then stops them and waits.
+
+use firstline_bot::Parts;
+use firstline_config::Settings;
+use std::process::ExitCode;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let pool = firstline_store::connect(&settings.database).await?;
+    firstline_store::migrate(&pool, &settings.database.url).await?;
+    pool.close().await;
+    let cancel = CancellationToken::new();
+    let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
+    if let Some(addr) = running.http_addr {
+        println!("bot       http://{addr}/slack/events");
+    }
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    eprintln!("stopping…");
+    cancel.cancel();
+    running.wait().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bot as `firstline dev` runs it: against the embedded stack, and — when no bot token is
+/// configured — against a local Slack stand-in it starts first.
+pub struct DevBot {
+    cancel: CancellationToken,
+    running: firstline_bot::Running,
+    /// What to print: one line per endpoint.
+    pub lines: Vec<String>,
+}
+
+/// Signing secret shared by the stand-in and the bot in dev when none is configured.
+const DEV_SIGNING_SECRET: &str = "firstline-dev-signing-secret";
+/// Bot token the stand-in accepts.
+const DEV_BOT_TOKEN: &str = "xoxb-firstline-standin";
+
+/// Starts the bot (and the stand-in when `slack.bot_token` is empty) on `addresses`.
+pub async fn start_for_dev(
+    settings: &Settings,
+    addresses: &firstline_stack::Addresses,
+    database: &str,
+) -> anyhow::Result<DevBot> {
+    use firstline_bot::standin::{StandIn, StandInConfig};
+    use firstline_config::SecretString;
+    let mut settings = settings.clone();
+    settings.database.url = addresses.database_url(database);
+    settings.temporal.address = addresses.temporal_address();
+    settings.kafka.brokers = addresses.kafka_brokers();
+    let cancel = CancellationToken::new();
+    let mut lines = Vec::new();
+    let standin = if settings.slack.bot_token.is_set() {
+        None
+    } else {
+        if !settings.slack.signing_secret.is_set() {
+            settings.slack.signing_secret = SecretString::new(DEV_SIGNING_SECRET);
+        }
+        let listen = std::net::SocketAddr::from(([127, 0, 0, 1], settings.slack.standin_port));
+        let standin = StandIn::start(
+            StandInConfig {
+                listen,
+                signing_secret: settings.slack.signing_secret.expose().to_string(),
+                events_url: None,
+                retry_delay: std::time::Duration::from_secs(5),
+            },
+            cancel.clone(),
+        )
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot start the Slack stand-in on {listen}: {e} (set FIRSTLINE_SLACK__STANDIN_PORT to another port, 0 for any)"
+            )
+        })?;
+        settings.slack.bot_token = SecretString::new(DEV_BOT_TOKEN);
+        settings.slack.api_url = standin.api_url();
+        settings.slack.mode = firstline_config::SlackMode::Http;
+        Some(standin)
+    };
+    let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
+    if let Some(addr) = running.http_addr {
+        lines.push(format!("bot       http://{addr}/slack/events"));
+    }
+    if let Some(standin) = &standin {
+        standin.set_events_url(
+            running
+                .http_addr
+                .map(|a| format!("http://{a}/slack/events")),
+        );
+        lines.push(format!(
+            "slack     {}  (Slack stand-in: open it to watch channels and threads)",
+            standin.url()
+        ));
+        lines.push(format!(
+            "          test alert: curl -s -XPOST {}/webhook/{} -d '{{\"username\":\"Alertmanager\",\"text\":\"[FIRING:1] KubePodCrashLooping checkout\"}}'",
+            standin.url(),
+            firstline_bot::standin::state::INCIDENTS
+        ));
+    }
+    Ok(DevBot {
+        cancel,
+        running,
+        lines,
+    })
+}
+
+impl DevBot {
+    /// Stops the bot and the stand-in.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        self.running.wait().await;
+    }
+}
