@@ -2,6 +2,10 @@
 //! file — the same graph the worker runs, against the MCP servers in configuration (`mcp.*`),
 //! with no Slack, Kafka or Temporal. Prints the text that would be posted (or `--json`).
 //!
+//! `--scenario NAME` investigates a lab scenario instead (`lab/scenarios/NAME`, or a path to
+//! one): its world is served by the lab MCP server in-process on a random port and the round
+//! runs against it over real MCP with the `lab` profile, as `firstline eval` does.
+//!
 //! The database (`database.url`) is optional here: with it, recall searches past incidents of
 //! `--team` and tool calls are cached and audited; without it (or with `--no-db`) the round
 //! runs with "memory unavailable".
@@ -18,18 +22,30 @@ use firstline_activities::incident::{
 };
 use firstline_activities::tools::{CallScope, McpTools};
 use firstline_config::Settings;
+use firstline_lab::Scenario;
 use firstline_store::PgPool;
+
+use crate::eval::runner::{RunOptions, investigate_in_lab, scenario_alert};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The alert message as posted in Slack (`-` reads standard input).
-    #[arg(long, value_name = "FILE")]
-    alert_file: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "scenario",
+        conflicts_with = "scenario"
+    )]
+    alert_file: Option<PathBuf>,
+    /// A lab scenario (`lab/scenarios/NAME` or a directory path), served in-process.
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
     /// Print the whole result (report, verdict, evidence, usage) as JSON.
     #[arg(long)]
     json: bool,
-    /// Slack workspace (team id) whose past incidents recall searches.
-    #[arg(long, value_name = "TEAM_ID")]
+    /// Slack workspace (team id) whose past incidents recall searches. Not with `--scenario`,
+    /// whose past incidents go under a team id of their own.
+    #[arg(long, value_name = "TEAM_ID", conflicts_with = "scenario")]
     team: Option<String>,
     /// Run without the database: no recall, no tool cache, no audit rows.
     #[arg(long)]
@@ -37,12 +53,78 @@ pub struct Args {
 }
 
 pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
-    let text = read_alert(&args.alert_file)?;
     let pool = if args.no_db {
         None
     } else {
         connect(&settings).await
     };
+    let done = match (&args.scenario, &args.alert_file) {
+        (Some(name), _) => investigate_scenario(&settings, pool, name, args.team.clone()).await?,
+        (None, Some(file)) => investigate_alert(&settings, pool, file, args.team.clone()).await?,
+        (None, None) => anyhow::bail!("give --alert-file or --scenario"),
+    };
+    if args.json {
+        let json = serde_json::to_string_pretty(&RoundResult::from_state(&done))
+            .context("serialising the result")?;
+        println!("{json}");
+    } else {
+        print!("{}", render_markdown(&done));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lab scenario `name`, served in-process and investigated over MCP.
+async fn investigate_scenario(
+    settings: &Settings,
+    pool: Option<PgPool>,
+    name: &str,
+    team: Option<String>,
+) -> anyhow::Result<IncidentState> {
+    let dir = resolve_scenario(name)?;
+    let scenario = Scenario::load(&dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.6f").to_string();
+    let team = team.unwrap_or_else(|| format!("investigate-{run_id}-{}", scenario.name));
+    let options = RunOptions {
+        mcp: settings.mcp.clone(),
+        call_timeout: std::time::Duration::from_secs(settings.mcp.call_timeout_secs.max(1)),
+        run_id,
+    };
+    let alert = scenario_alert(&scenario);
+    let (round, notes) = investigate_in_lab(&scenario, alert, pool.as_ref(), &team, &options)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for note in notes {
+        eprintln!("warning: {note}");
+    }
+    Ok(round.state)
+}
+
+/// `name` as a scenario directory: a path to one, else `lab/scenarios/NAME` here or in the
+/// source tree this binary was built from.
+fn resolve_scenario(name: &str) -> anyhow::Result<PathBuf> {
+    let candidates = [
+        PathBuf::from(name),
+        PathBuf::from("lab/scenarios").join(name),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("lab/scenarios")
+            .join(name),
+    ];
+    candidates
+        .into_iter()
+        .find(|dir| dir.join("scenario.yaml").is_file())
+        .ok_or_else(|| {
+            anyhow::anyhow!("no scenario {name}: expected lab/scenarios/{name}/scenario.yaml")
+        })
+}
+
+/// An alert from a file, investigated against the MCP servers in configuration.
+async fn investigate_alert(
+    settings: &Settings,
+    pool: Option<PgPool>,
+    alert_file: &PathBuf,
+    team: Option<String>,
+) -> anyhow::Result<IncidentState> {
+    let text = read_alert(alert_file)?;
     let tools = McpTools::from_settings(&settings.mcp, pool.clone())
         .context("configuring the MCP tools (mcp.*)")?;
     // A fresh cache scope per run: a second run must not be served the first run's results.
@@ -55,22 +137,13 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         .context("building the incident graph")?;
 
     let context = ThreadContext {
-        team_id: args.team,
+        team_id: team,
         ..ThreadContext::default()
     };
     let input = IncidentState::new(AlertInput::parse(text, Some(chrono::Utc::now())), context);
     let outcome = run_round(&graph, input).await;
     tools.shutdown().await;
-    let done = outcome.map_err(|e| anyhow::anyhow!("the incident graph failed: {e}"))?;
-
-    if args.json {
-        let json = serde_json::to_string_pretty(&RoundResult::from_state(&done))
-            .context("serialising the result")?;
-        println!("{json}");
-    } else {
-        print!("{}", render_markdown(&done));
-    }
-    Ok(ExitCode::SUCCESS)
+    outcome.map_err(|e| anyhow::anyhow!("the incident graph failed: {e}"))
 }
 
 fn read_alert(path: &PathBuf) -> anyhow::Result<String> {

@@ -5,6 +5,7 @@
 mod bot;
 mod dev;
 mod doctor;
+mod eval;
 mod investigate;
 mod migrate;
 mod telemetry;
@@ -40,6 +41,8 @@ enum Command {
     Doctor,
     /// Investigate one alert in-process with the incident graph and print the report.
     Investigate(investigate::Args),
+    /// Run lab scenarios and HolmesGPT fixtures through the incident graph; print a table.
+    Eval(eval::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
             Command::Migrate(args) => migrate::run(settings, args).await,
             Command::Doctor => doctor::run(settings).await,
             Command::Investigate(args) => investigate::run(settings, args).await,
+            Command::Eval(args) => eval::run(settings, args).await,
         }
     });
     match result {

@@ -94,6 +94,10 @@ impl From<EvidenceId> for String {
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
     PodDescribe,
+    /// A workload object (a Job, a Deployment) described by kind and name.
+    WorkloadDescribe,
+    /// The pods of a namespace matching a label selector (a Job's pods).
+    PodList,
     PodLogsCurrent,
     PodLogsPrevious,
     Events,
@@ -110,6 +114,8 @@ impl Capability {
     pub fn label(&self) -> &str {
         match self {
             Capability::PodDescribe => "pod description",
+            Capability::WorkloadDescribe => "workload description",
+            Capability::PodList => "pod list",
             Capability::PodLogsCurrent => "current container log",
             Capability::PodLogsPrevious => "previous container log",
             Capability::Events => "events",

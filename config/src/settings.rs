@@ -322,6 +322,8 @@ pub const MCP_PROFILES: &[&str] = &[
 /// Capabilities the fixed investigation steps ask for (keys of `mcp.capabilities`).
 pub const MCP_CAPABILITIES: &[&str] = &[
     "pod_describe",
+    "workload_describe",
+    "pod_list",
     "pod_logs_current",
     "pod_logs_previous",
     "events",

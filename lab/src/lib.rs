@@ -13,7 +13,10 @@
 //! - [`reltime`] — relative times (`-10m`).
 //! - [`render`] — the world rendered as the real servers render it.
 //! - [`server`] — the MCP server, [`serve_http`] and [`serve_stdio`].
+//! - [`peers`] — real peers in the loop: a fake Kubernetes API for the real
+//!   kubernetes-mcp-server, and the real Prometheus (backfilled) behind prometheus-mcp-server.
 
+pub mod peers;
 pub mod reltime;
 pub mod render;
 pub mod scenario;

@@ -608,6 +608,29 @@ pub fn resources_list(scenario: &Scenario, args: &Map<String, Value>) -> Rendere
     Ok(to_yaml(&Value::Array(items)))
 }
 
+/// `pods_list_in_namespace` {namespace, labelSelector, fieldSelector}: the matching Pods as YAML.
+pub fn pods_list_in_namespace(scenario: &Scenario, args: &Map<String, Value>) -> Rendered {
+    let namespace = required(args, "namespace")?;
+    let labels = str_arg(args, "labelSelector");
+    let fields = str_arg(args, "fieldSelector");
+    let items: Vec<Value> = scenario
+        .spec
+        .pods
+        .iter()
+        .filter(|p| p.namespace == namespace)
+        .map(|p| pod_object(scenario, p))
+        .filter(|o| label_selector_matches(labels, &o["metadata"]["labels"]))
+        .filter(|o| {
+            field_selector_matches(fields, |key| match key {
+                "metadata.name" => o["metadata"]["name"].as_str().map(String::from),
+                "status.phase" => o["status"]["phase"].as_str().map(String::from),
+                _ => None,
+            })
+        })
+        .collect();
+    Ok(to_yaml(&Value::Array(items)))
+}
+
 /// `resources_get` {apiVersion, kind, namespace, name}.
 pub fn resources_get(scenario: &Scenario, args: &Map<String, Value>) -> Rendered {
     let api_version = required(args, "apiVersion")?;
@@ -880,6 +903,26 @@ expect: {verdict: post}
         )
         .unwrap_err();
         assert!(error.contains("pods \"nope\" not found"), "{error}");
+    }
+
+    #[test]
+    fn pods_list_in_namespace_filters_by_label_selector() {
+        let s = scenario();
+        let all = pods_list_in_namespace(&s, &args(json!({"namespace": "payments"}))).unwrap();
+        assert!(all.contains("name: api-7c9-x2x7q"), "{all}");
+        let api = pods_list_in_namespace(
+            &s,
+            &args(json!({"namespace": "payments", "labelSelector": "app=api"})),
+        )
+        .unwrap();
+        assert!(api.contains("name: api-7c9-x2x7q"), "{api}");
+        let none = pods_list_in_namespace(
+            &s,
+            &args(json!({"namespace": "payments", "labelSelector": "job-name=nope"})),
+        )
+        .unwrap();
+        assert!(!none.contains("api-7c9-x2x7q"), "{none}");
+        assert!(pods_list_in_namespace(&s, &args(json!({}))).is_err());
     }
 
     #[test]

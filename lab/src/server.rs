@@ -79,6 +79,21 @@ fn served() -> Vec<Served> {
             handler: render::pods_get,
         },
         Served {
+            name: "pods_list_in_namespace",
+            description: "List all the Kubernetes pods in the specified namespace in the current cluster",
+            schema: || {
+                object(
+                    json!({
+                        "namespace": str_prop("Namespace to list pods from"),
+                        "labelSelector": str_prop("Optional Kubernetes label selector (e.g. 'app=myapp,env=prod' or 'app in (myapp,yourapp)'), use this option when you want to filter the pods by label"),
+                        "fieldSelector": str_prop("Optional Kubernetes field selector to filter pods by field values"),
+                    }),
+                    &["namespace"],
+                )
+            },
+            handler: render::pods_list_in_namespace,
+        },
+        Served {
             name: "pods_log",
             description: "Get the logs of a Kubernetes Pod in the current or provided namespace with the provided name",
             schema: || {

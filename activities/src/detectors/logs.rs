@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::text::{
-    is_application_log, is_structural, is_tool_error_line, looks_like_injection, object_name,
-    quote_line,
+    LogLevel, below_error_level, is_application_log, is_structural, is_tool_error_line, log_level,
+    looks_like_injection, object_name, quote_around,
 };
 use super::{Citation, Confidence, DetectionContext, DetectorKind, Finding, cite};
 use crate::evidence::Evidence;
@@ -70,16 +70,25 @@ static NO_SPACE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)no space left on device|\bENOSPC\b|disk (?:is )?full").expect("static regex")
 });
 
-/// The line that best explains why a process died: a Go panic / fatal line if there is one,
-/// otherwise the last error-ish line. Tool errors and injection text are never chosen.
+/// The line that best explains why a process died: a Go panic / fatal line (or a line logged at
+/// fatal level) if there is one, otherwise the last error-ish line — preferring lines not logged
+/// below error level, so `INFO exiting with status 1` does not hide the error before it. Tool
+/// errors and injection text are never chosen.
 pub(super) fn crash_line(log: &str) -> Option<&str> {
     let candidates = || {
         log.lines()
             .filter(|l| !l.trim().is_empty() && !is_tool_error_line(l) && !looks_like_injection(l))
     };
     candidates()
-        .find(|l| STRONG_CRASH_LINE.is_match(l))
+        .find(|l| STRONG_CRASH_LINE.is_match(l) || log_level(l) == Some(LogLevel::Fatal))
+        .or_else(|| candidates().rfind(|l| CRASH_LINE.is_match(l) && !below_error_level(l)))
         .or_else(|| candidates().rfind(|l| CRASH_LINE.is_match(l)))
+}
+
+/// Where the last match of `re` in `line` ends: the most specific part of a wrapped error
+/// (`failed to connect …: dial tcp …: connection refused`) comes last.
+fn last_match_end(re: &Regex, line: &str) -> Option<usize> {
+    re.find_iter(line).last().map(|m| m.end())
 }
 
 /// Log-based detectors over all application-log evidence of the round.
@@ -145,13 +154,21 @@ impl<'a> LogScan<'a> {
         }
     }
 
-    /// Verified and confidence for a finding whose latest supporting line is `index`.
+    /// Verified and confidence for a finding whose latest supporting line is `index`. A line
+    /// the application logged below error level (`WARN … continuing without cache`) is, by its
+    /// own account, not what killed it: at most a medium-confidence suspicion.
     fn strength(&self, index: usize) -> (bool, Confidence) {
         if self.structural {
             return (true, Confidence::High);
         }
         let in_tail = index >= self.tail_start;
-        match (self.failure_observed, in_tail) {
+        let downplayed = self
+            .evidence
+            .excerpt
+            .lines()
+            .nth(index)
+            .is_some_and(below_error_level);
+        match (self.failure_observed, in_tail && !downplayed) {
             (true, true) => (true, Confidence::High),
             (true, false) => (false, Confidence::Medium),
             (false, _) => (false, Confidence::Low),
@@ -216,7 +233,8 @@ impl<'a> LogScan<'a> {
         by_endpoint
             .into_iter()
             .map(|(endpoint, (dns, count, index, line))| {
-                let quote = quote_line(line);
+                let end = last_match_end(&DNS, line).or_else(|| last_match_end(&DEPENDENCY, line));
+                let quote = quote_around(line, end.unwrap_or(0));
                 let (title, what) = if dns {
                     (
                         format!("DNS resolution failing for {endpoint}"),
@@ -256,7 +274,16 @@ impl<'a> LogScan<'a> {
             .map(|(_, l)| l.to_ascii_lowercase())
             .collect::<Vec<_>>()
             .join("\n");
-        let kind = if all.contains("not yet valid") {
+        let kind = if all.contains("has expired or is not yet valid") {
+            // Go's x509 error names both; its "current time … is after/before …" tells which.
+            if all.contains(" is after ") {
+                "expired"
+            } else if all.contains(" is before ") {
+                "not yet valid"
+            } else {
+                "expired or not yet valid"
+            }
+        } else if all.contains("not yet valid") {
             "not yet valid"
         } else if all.contains("expired") || all.contains("expiredcert") {
             "expired"
@@ -276,14 +303,16 @@ impl<'a> LogScan<'a> {
             })
             .copied()
             .unwrap_or((last_index, last_line));
-        let mut refs = vec![cite(self.evidence, quote_line(headline.1))];
+        let around =
+            |line: &str| quote_around(line, last_match_end(&CERTIFICATE, line).unwrap_or(0));
+        let mut refs = vec![cite(self.evidence, around(headline.1))];
         if headline.0 != last_index {
-            refs.push(cite(self.evidence, quote_line(last_line)));
+            refs.push(cite(self.evidence, around(last_line)));
         }
         let detail = format!(
             "TLS certificate {kind}{}: `{}`",
             self.in_pod(),
-            quote_line(headline.1)
+            around(headline.1)
         );
         Some(self.finding(
             DetectorKind::CertificateError,
@@ -306,7 +335,7 @@ impl<'a> LogScan<'a> {
                 "ERROR" | "FATAL" | "WARN" | "WARNING" | "INFO" | "DEBUG" | "PANIC"
             )
         });
-        let quote = quote_line(line);
+        let quote = quote_around(line, last_match_end(&MISSING_CONFIG, line).unwrap_or(0));
         let title = match name {
             Some(name) => format!("Missing configuration: {name}"),
             None => "Missing configuration".to_string(),
@@ -325,7 +354,7 @@ impl<'a> LogScan<'a> {
             .iter()
             .rev()
             .find(|(_, l)| NO_SPACE.is_match(l))?;
-        let quote = quote_line(line);
+        let quote = quote_around(line, last_match_end(&NO_SPACE, line).unwrap_or(0));
         let detail = format!(
             "The application{} ran out of disk space: `{quote}`",
             self.in_pod()

@@ -181,7 +181,8 @@ pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Findi
     // Kubernetes' own views first, so merged findings lead with their cleanest quotes.
     let mut by_view: Vec<&Evidence> = evidence.iter().collect();
     by_view.sort_by_key(|e| match e.capability {
-        crate::evidence::Capability::PodDescribe => 0,
+        crate::evidence::Capability::PodDescribe
+        | crate::evidence::Capability::WorkloadDescribe => 0,
         crate::evidence::Capability::Events => 1,
         _ => 2,
     });

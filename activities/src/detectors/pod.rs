@@ -258,11 +258,21 @@ impl Scan<'_> {
             }
 
             let reason_suffix = reason_text.map(|r| format!(" ({r})")).unwrap_or_default();
-            let usable_message = message.filter(|(_, m)| !m.is_empty() && !looks_like_injection(m));
-            let mut detail = format!(
-                "{what}{} exited with code {code}{reason_suffix}: {}.",
-                self.in_pod(),
+            // When the kubelet lost the container, the exit code and message are its own
+            // placeholders, not the process's account of why it ended.
+            let lost = reason_text == Some(CONTAINER_LOST);
+            let usable_message = message
+                .filter(|(_, m)| !m.is_empty() && !looks_like_injection(m))
+                .filter(|_| !lost);
+            let meaning = if lost {
+                "the kubelet lost track of the container (its pod was evicted, deleted or its node \
+                 failed); the exit code is a placeholder, not the process's own"
+            } else {
                 exit_code_meaning(code)
+            };
+            let mut detail = format!(
+                "{what}{} exited with code {code}{reason_suffix}: {meaning}.",
+                self.in_pod(),
             );
             if let Some((_, text)) = usable_message {
                 detail.push_str(&format!(" The runtime reported: {text}"));
@@ -642,6 +652,10 @@ fn classify_pull_failure(message: &str) -> &'static str {
         "the registry rejected the pull"
     }
 }
+
+/// The termination reason the kubelet records when a container disappeared without a status
+/// (eviction, pod deletion, node loss); it comes with exit code 137 and a bookkeeping message.
+const CONTAINER_LOST: &str = "ContainerStatusUnknown";
 
 /// A short reading of common exit codes (shell and signal conventions).
 fn exit_code_meaning(code: i32) -> &'static str {

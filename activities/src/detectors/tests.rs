@@ -896,3 +896,216 @@ fn ranking_puts_verified_causes_first() {
     rank_findings(&mut findings);
     assert_eq!(findings[0].detector, DetectorKind::ProbeFailure);
 }
+
+#[test]
+fn log_levels_are_read_from_prefixes_and_fields() {
+    use text::{LogLevel, below_error_level, log_level};
+    let cases = [
+        (
+            "2025-01-01T00:00:00.022Z WARN  cache: redis down",
+            Some(LogLevel::Warn),
+        ),
+        (
+            "2025-01-01T00:00:00Z INFO  [main] exit code 1",
+            Some(LogLevel::Info),
+        ),
+        (
+            "time=2025-01-01T00:00:00Z level=ERROR msg=\"giving up\"",
+            Some(LogLevel::Error),
+        ),
+        (
+            "{\"level\":\"fatal\",\"ts\":\"2025\",\"msg\":\"cannot start\"}",
+            Some(LogLevel::Fatal),
+        ),
+        (
+            "{\"severity\":\"WARNING\",\"message\":\"slow\"}",
+            Some(LogLevel::Warn),
+        ),
+        (
+            "FATAL required setting PAYMENT_MODE is not set",
+            Some(LogLevel::Fatal),
+        ),
+        ("sh: wge: not found", None),
+        // A level word deep inside the message is not the line's level.
+        (
+            "2025-01-01T00:00:00Z connecting to the upstream service at payments:8443 failed with ERROR 503",
+            None,
+        ),
+    ];
+    for (line, want) in cases {
+        assert_eq!(log_level(line), want, "{line}");
+    }
+    assert!(below_error_level("2025-01-01T00:00:00Z WARN retrying"));
+    assert!(!below_error_level("2025-01-01T00:00:00Z ERROR gave up"));
+    assert!(!below_error_level("no level at all"));
+}
+
+#[test]
+fn crash_line_prefers_fatal_and_error_lines_over_a_later_info_exit() {
+    let log = "\
+2025-01-01T00:00:00.010Z INFO  inventory-sync 3.2.0 starting
+2025-01-01T00:00:00.067Z FATAL migrate: 0042_add_sku_index.sql failed: ERROR: column \"sku\" does not exist
+2025-01-01T00:00:00.068Z INFO  exiting with status 1
+";
+    assert!(
+        logs::crash_line(log)
+            .unwrap()
+            .contains("0042_add_sku_index")
+    );
+    let log = "\
+time=2025-01-01T00:00:15Z level=ERROR msg=\"giving up on database\"
+time=2025-01-01T00:00:15Z level=INFO msg=\"shutting down\" exit_code=1
+";
+    assert!(logs::crash_line(log).unwrap().contains("giving up"));
+}
+
+#[test]
+fn warning_level_dependency_line_beside_a_crash_is_not_the_cause() {
+    let log = "\
+2025-01-01T00:00:00.010Z INFO  inventory-sync 3.2.0 starting
+2025-01-01T00:00:00.022Z WARN  cache: redis cache-redis-master.inventory.svc.cluster.local:6379: connection refused; continuing without cache
+2025-01-01T00:00:00.052Z INFO  migrate: applying 0042_add_sku_index.sql
+2025-01-01T00:00:00.067Z FATAL migrate: 0042_add_sku_index.sql failed: ERROR: column \"sku\" does not exist (SQLSTATE 42703)
+2025-01-01T00:00:00.068Z INFO  exiting with status 1
+";
+    let evidence = [
+        ev(1, Capability::PodDescribe, pod_args(), DESCRIBE_EXIT_78),
+        ev(2, Capability::PodLogsPrevious, pod_args(), log),
+    ];
+    let findings = detect(&evidence, &ctx());
+    let herring = find(&findings, DetectorKind::DependencyError);
+    assert!(!herring.verified, "logged as a warning the app survives");
+    assert_eq!(herring.confidence, Confidence::Medium);
+    let exit = find(&findings, DetectorKind::ExitCode);
+    assert!(exit.verified);
+    assert!(
+        exit.detail.contains("0042_add_sku_index"),
+        "{}",
+        exit.detail
+    );
+    assert!(findings[0].verified);
+    assert_ne!(findings[0].detector, DetectorKind::DependencyError);
+
+    // The same connection error at error level, as the process's last words, is the cause.
+    let fatal = "\
+time=2025-01-01T00:00:07Z level=WARN msg=\"database not ready, retrying\" err=\"dial tcp 10.96.41.7:5432: connect: connection refused\"
+time=2025-01-01T00:00:15Z level=ERROR msg=\"giving up on database\" attempts=5 err=\"failed to connect to `host=orders-db-rw.orders.svc.cluster.local user=orders database=orders`: dial error (dial tcp 10.96.41.7:5432: connect: connection refused)\"
+";
+    let evidence = [
+        ev(1, Capability::PodDescribe, pod_args(), DESCRIBE_EXIT_78),
+        ev(2, Capability::PodLogsPrevious, pod_args(), fatal),
+    ];
+    let findings = detect(&evidence, &ctx());
+    let dependency = find(&findings, DetectorKind::DependencyError);
+    assert!(dependency.verified);
+    // The quote keeps the error itself, not just the long line's timestamp and fields.
+    assert!(
+        dependency.refs[0]
+            .quote
+            .chars()
+            .take(200)
+            .collect::<String>()
+            .contains("connection refused"),
+        "{:?}",
+        dependency.refs[0].quote
+    );
+}
+
+#[test]
+fn go_x509_expired_or_not_yet_valid_is_read_from_current_time() {
+    let expired = "{\"level\":\"fatal\",\"ts\":\"2025-01-01T00:00:01.061Z\",\"msg\":\"cannot start consumer group notifications\",\"error\":\"tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:01Z is after 2024-12-31T23:00:00Z\"}\n";
+    let evidence = [
+        ev(1, Capability::PodDescribe, pod_args(), DESCRIBE_EXIT_78),
+        ev(2, Capability::PodLogsPrevious, pod_args(), expired),
+    ];
+    let findings = detect(&evidence, &ctx());
+    let cert = find(&findings, DetectorKind::CertificateError);
+    assert_eq!(cert.title, "TLS certificate expired");
+    assert!(cert.verified);
+    assert!(
+        cert.refs[0]
+            .quote
+            .chars()
+            .take(200)
+            .collect::<String>()
+            .contains("certificate has expired"),
+        "{:?}",
+        cert.refs[0].quote
+    );
+
+    let early = "ERROR x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:01Z is before 2025-01-02T00:00:00Z\n";
+    let findings = detect(
+        &[
+            ev(1, Capability::PodDescribe, pod_args(), DESCRIBE_EXIT_78),
+            ev(2, Capability::PodLogsPrevious, pod_args(), early),
+        ],
+        &ctx(),
+    );
+    assert_eq!(
+        find(&findings, DetectorKind::CertificateError).title,
+        "TLS certificate not yet valid"
+    );
+}
+
+#[test]
+fn quote_around_keeps_a_late_match_and_stays_verbatim() {
+    let line = format!("{} connect: connection refused", "x".repeat(300));
+    let quote = text::quote_around(&line, line.len());
+    assert!(line.contains(&quote));
+    assert!(
+        quote
+            .chars()
+            .take(200)
+            .collect::<String>()
+            .contains("connection refused")
+    );
+    let short = "ERROR dial tcp: connection refused";
+    assert_eq!(text::quote_around(short, short.len()), short);
+    // Multi-byte characters before the match: still a char boundary, still verbatim.
+    let wide = format!("{} dial: connection refused", "é".repeat(250));
+    let quote = text::quote_around(&wide, wide.len());
+    assert!(wide.contains(&quote) && quote.contains("connection refused"));
+}
+
+#[test]
+fn container_status_unknown_after_eviction_is_not_a_verified_exit() {
+    let yaml = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: payments-api-7d9f8c6b5-x2k4q
+status:
+  containerStatuses:
+  - name: build
+    ready: false
+    restartCount: 0
+    state:
+      terminated:
+        exitCode: 137
+        message: The container could not be located when the pod was terminated
+        reason: ContainerStatusUnknown
+  phase: Failed
+";
+    let events = "\
+- InvolvedObject:
+    Kind: Pod
+    Name: payments-api-7d9f8c6b5-x2k4q
+  Message: 'The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 7839412Ki.'
+  Reason: Evicted
+  Type: Warning
+";
+    let findings = detect(
+        &[
+            ev(1, Capability::PodDescribe, pod_args(), yaml),
+            ev(2, Capability::Events, pod_args(), events),
+        ],
+        &ctx(),
+    );
+    let exit = find(&findings, DetectorKind::ExitCode);
+    assert!(!exit.verified, "{exit:#?}");
+    assert!(exit.detail.contains("lost track"), "{}", exit.detail);
+    assert!(!exit.detail.contains("out of memory"), "{}", exit.detail);
+    assert!(!has(&findings, DetectorKind::OomKilled));
+    assert_eq!(findings[0].detector, DetectorKind::DiskPressure);
+    assert!(findings[0].verified);
+}

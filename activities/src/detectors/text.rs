@@ -71,6 +71,84 @@ pub fn quote_from(line: &str, start: usize) -> String {
     }
 }
 
+/// A verbatim quote of `line` that keeps the match ending at byte `end` (a char boundary) in
+/// view with as much of the line before it as fits: reports cut quotes to 200 characters, so a
+/// connection or TLS error at the end of a long structured log line would otherwise be lost
+/// behind its timestamp and fields.
+pub fn quote_around(line: &str, end: usize) -> String {
+    /// The match must end within this many characters of the quote's start.
+    const VISIBLE: usize = 190;
+    let lead = line.len() - line.trim_start().len();
+    let Some(before) = line.get(lead..end.max(lead)) else {
+        return quote_line(line);
+    };
+    let offset = before.chars().count();
+    if offset <= VISIBLE {
+        return quote_line(line);
+    }
+    let begin = before
+        .char_indices()
+        .nth(offset - VISIBLE)
+        .map_or(lead, |(i, _)| lead + i);
+    match line.get(begin..) {
+        Some(rest) => take_chars(rest.trim(), MAX_QUOTE_CHARS)
+            .trim_end()
+            .to_string(),
+        None => quote_line(line),
+    }
+}
+
+/// The severity a log line declares for itself (`level=warn`, `"level":"error"`, or a level word
+/// such as `WARN` / `ERROR` / `FATAL` near the start of the line, after a timestamp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+    Fatal,
+}
+
+static LEVEL_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?:^|[\s{,])"?(?:level|lvl|severity)"?\s*[=:]\s*"?([A-Za-z]+)"#)
+        .expect("static regex")
+});
+static LEVEL_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|PANIC|EMERG)\b")
+        .expect("static regex")
+});
+
+/// How far into a line a bare level word may start (after a timestamp and a bracketed thread
+/// or logger name) and still be the line's level rather than part of its message.
+const LEVEL_WORD_WITHIN: usize = 48;
+
+/// The line's declared level, when it declares one.
+pub fn log_level(line: &str) -> Option<LogLevel> {
+    let word = LEVEL_FIELD
+        .captures(line)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_ascii_uppercase())
+        .or_else(|| {
+            LEVEL_WORD
+                .find(line)
+                .filter(|m| m.start() <= LEVEL_WORD_WITHIN)
+                .map(|m| m.as_str().to_string())
+        })?;
+    Some(match word.as_str() {
+        "TRACE" | "DEBUG" => LogLevel::Debug,
+        "INFO" | "NOTICE" => LogLevel::Info,
+        "WARN" | "WARNING" => LogLevel::Warn,
+        "ERROR" | "ERR" | "SEVERE" => LogLevel::Error,
+        "FATAL" | "CRITICAL" | "CRIT" | "PANIC" | "EMERG" => LogLevel::Fatal,
+        _ => return None,
+    })
+}
+
+/// A line the application itself logged below error level: by its own account not fatal.
+pub fn below_error_level(line: &str) -> bool {
+    log_level(line).is_some_and(|level| level < LogLevel::Error)
+}
+
 fn take_chars(text: &str, n: usize) -> &str {
     match text.char_indices().nth(n) {
         Some((i, _)) => &text[..i],
@@ -96,7 +174,7 @@ pub fn is_tool_error_line(line: &str) -> bool {
 /// plane), as opposed to free text written by applications.
 pub fn is_structural(evidence: &Evidence) -> bool {
     match &evidence.capability {
-        Capability::PodDescribe | Capability::Events => true,
+        Capability::PodDescribe | Capability::WorkloadDescribe | Capability::Events => true,
         Capability::Other(tool) => !is_log_like_tool(tool),
         _ => false,
     }

@@ -83,8 +83,14 @@ fn about_the_alert(state: &IncidentState) -> Vec<String> {
         )),
         (Some(_), Some(_)) => {}
     }
+    // A Job's pods are discovered by the investigation; ask only when no container log was read.
+    let logs_read = state
+        .evidence
+        .iter()
+        .any(|e| e.capability.is_container_log());
     if target.pod.is_none()
         && target.namespace.is_some()
+        && !logs_read
         && let Some(workload) = target.workload.as_deref().or(target.service.as_deref())
     {
         out.push(format!(

@@ -30,6 +30,23 @@ pub enum CapabilityRequest {
         /// Pod name.
         pod: String,
     },
+    /// A workload object (Job, CronJob, Deployment, …) by kind and name, e.g. a Job's status,
+    /// conditions and events summary (`BackoffLimitExceeded`).
+    WorkloadDescribe {
+        /// Namespace.
+        namespace: String,
+        /// Kubernetes kind as the API names it (`Job`, `Deployment`).
+        kind: String,
+        /// Object name.
+        name: String,
+    },
+    /// The pods of a namespace matching a label selector (e.g. `job-name=<job>`).
+    PodList {
+        /// Namespace.
+        namespace: String,
+        /// Label selector, e.g. `job-name=backup`.
+        label_selector: String,
+    },
     /// A container's log: the current one, or the previous (crashed) one.
     PodLogs {
         /// Namespace.
@@ -97,6 +114,8 @@ impl CapabilityRequest {
     pub fn capability(&self) -> Capability {
         match self {
             CapabilityRequest::PodDescribe { .. } => Capability::PodDescribe,
+            CapabilityRequest::WorkloadDescribe { .. } => Capability::WorkloadDescribe,
+            CapabilityRequest::PodList { .. } => Capability::PodList,
             CapabilityRequest::PodLogs { previous: true, .. } => Capability::PodLogsPrevious,
             CapabilityRequest::PodLogs {
                 previous: false, ..

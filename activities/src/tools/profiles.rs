@@ -69,7 +69,8 @@ fn binding(capability: &'static str, tool: &'static str, args: Value) -> Profile
 }
 
 /// kubernetes-mcp-server (run with `--read-only --list-output yaml`). `pods_get` returns the
-/// Pod as YAML, `pods_log` plain text (`tail` defaults to 100 there), `events_list` YAML, and
+/// Pod as YAML, `resources_get` {apiVersion, kind, namespace, name} any object (a Job) as YAML,
+/// `pods_list_in_namespace` {namespace, labelSelector} the matching Pods, `pods_log` plain text (`tail` defaults to 100 there), `events_list` YAML, and
 /// `resources_list` the namespace's ReplicaSets (a Deployment's revision history).
 fn kubernetes() -> Vec<ProfileBinding> {
     let logs = json!({
@@ -84,6 +85,21 @@ fn kubernetes() -> Vec<ProfileBinding> {
             "pod_describe",
             "pods_get",
             json!({"namespace": "{namespace}", "name": "{pod}"}),
+        ),
+        binding(
+            "workload_describe",
+            "resources_get",
+            json!({
+                "apiVersion": "{api_version}",
+                "kind": "{kind}",
+                "namespace": "{namespace}",
+                "name": "{workload}",
+            }),
+        ),
+        binding(
+            "pod_list",
+            "pods_list_in_namespace",
+            json!({"namespace": "{namespace}", "labelSelector": "{label_selector}"}),
         ),
         binding("pod_logs_current", "pods_log", logs.clone()),
         binding("pod_logs_previous", "pods_log", logs),
@@ -173,6 +189,70 @@ mod tests {
     }
 
     #[test]
+    fn job_capabilities_map_onto_resources_get_and_pods_list_in_namespace() {
+        use super::super::CapabilityRequest;
+        use super::super::template::{render, request_fields};
+        let bindings = profile("kubernetes-mcp-server").unwrap();
+        let args = |capability: &str, request: &CapabilityRequest| {
+            let b = bindings
+                .iter()
+                .find(|b| b.capability == capability)
+                .unwrap();
+            let template = serde_json::from_value(b.args.clone()).unwrap();
+            let args = render(&template, &request_fields(request), &Default::default());
+            (b.tool, Value::Object(args))
+        };
+        let describe = CapabilityRequest::WorkloadDescribe {
+            namespace: "batch".into(),
+            kind: "Job".into(),
+            name: "backup".into(),
+        };
+        assert_eq!(
+            describe.capability(),
+            crate::evidence::Capability::WorkloadDescribe
+        );
+        assert_eq!(
+            args("workload_describe", &describe),
+            (
+                "resources_get",
+                json!({"apiVersion": "batch/v1", "kind": "Job", "namespace": "batch", "name": "backup"})
+            )
+        );
+        let deployment = CapabilityRequest::WorkloadDescribe {
+            namespace: "web".into(),
+            kind: "Deployment".into(),
+            name: "api".into(),
+        };
+        assert_eq!(
+            args("workload_describe", &deployment).1["apiVersion"],
+            "apps/v1"
+        );
+        let list = CapabilityRequest::PodList {
+            namespace: "batch".into(),
+            label_selector: "job-name=backup".into(),
+        };
+        assert_eq!(list.capability(), crate::evidence::Capability::PodList);
+        assert_eq!(
+            args("pod_list", &list),
+            (
+                "pods_list_in_namespace",
+                json!({"namespace": "batch", "labelSelector": "job-name=backup"})
+            )
+        );
+        // The lab serves both under the same names.
+        let lab = profile("lab").unwrap();
+        for (capability, tool) in [
+            ("workload_describe", "resources_get"),
+            ("pod_list", "pods_list_in_namespace"),
+        ] {
+            assert!(
+                lab.iter()
+                    .any(|b| b.capability == capability && b.tool == tool)
+            );
+        }
+    }
+
+    #[test]
     fn the_lab_profile_uses_the_real_servers_tool_names() {
         let lab = tools("lab");
         for real in [
@@ -186,7 +266,14 @@ mod tests {
         }
         assert_eq!(
             tools("kubernetes-mcp-server"),
-            ["events_list", "pods_get", "pods_log", "resources_list"]
+            [
+                "events_list",
+                "pods_get",
+                "pods_list_in_namespace",
+                "pods_log",
+                "resources_get",
+                "resources_list"
+            ]
         );
     }
 }

@@ -22,6 +22,9 @@ pub const FIELDS: &[&str] = &[
     "tail_lines",
     "object",
     "workload",
+    "kind",
+    "api_version",
+    "label_selector",
     "query",
     "start",
     "end",
@@ -65,6 +68,23 @@ pub fn request_fields(request: &CapabilityRequest) -> BTreeMap<&'static str, Val
         CapabilityRequest::PodDescribe { namespace, pod } => {
             fields.insert("namespace", Value::from(namespace.as_str()));
             fields.insert("pod", Value::from(pod.as_str()));
+        }
+        CapabilityRequest::WorkloadDescribe {
+            namespace,
+            kind,
+            name,
+        } => {
+            fields.insert("namespace", Value::from(namespace.as_str()));
+            fields.insert("kind", Value::from(kind.as_str()));
+            fields.insert("api_version", Value::from(api_version(kind)));
+            fields.insert("workload", Value::from(name.as_str()));
+        }
+        CapabilityRequest::PodList {
+            namespace,
+            label_selector,
+        } => {
+            fields.insert("namespace", Value::from(namespace.as_str()));
+            fields.insert("label_selector", Value::from(label_selector.as_str()));
         }
         CapabilityRequest::PodLogs {
             namespace,
@@ -127,6 +147,15 @@ pub fn request_fields(request: &CapabilityRequest) -> BTreeMap<&'static str, Val
         }
     }
     fields
+}
+
+/// The API group/version of a built-in workload kind (`Job` → `batch/v1`); `v1` otherwise.
+pub fn api_version(kind: &str) -> &'static str {
+    match kind.to_ascii_lowercase().as_str() {
+        "job" | "cronjob" => "batch/v1",
+        "deployment" | "statefulset" | "daemonset" | "replicaset" => "apps/v1",
+        _ => "v1",
+    }
 }
 
 /// Checks a template without a request: every placeholder is a known field or a defined var.

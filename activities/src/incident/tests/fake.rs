@@ -73,6 +73,8 @@ impl EvidenceSource for FakeSource {
 fn tool_name(request: &CapabilityRequest) -> &'static str {
     match request {
         CapabilityRequest::PodDescribe { .. } => "pods_get",
+        CapabilityRequest::WorkloadDescribe { .. } => "resources_get",
+        CapabilityRequest::PodList { .. } => "pods_list_in_namespace",
         CapabilityRequest::PodLogs { .. } => "pods_log",
         CapabilityRequest::Events { .. } => "events_list",
         CapabilityRequest::DeployHistory { .. } => "rollout_history",

@@ -5,6 +5,7 @@
 
 mod fake;
 mod graph_shape;
+mod jobs;
 mod judging;
 mod nodes;
 mod recall_db;

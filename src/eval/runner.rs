@@ -1,0 +1,239 @@
+//! One case, end to end: load it, serve its world with the lab MCP server on a random local
+//! port, write its past incidents (when there is a database), run the incident graph over real
+//! MCP with the `lab` profile, and check the posted text against the case's expectation.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use firstline_activities::incident::{
+    AlertInput, GraphOptions, HumanAnswer, IncidentState, ThreadContext, build_incident_graph,
+    render_markdown, run_round,
+};
+use firstline_activities::tools::{CallScope, McpTools};
+use firstline_config::{McpServerSettings, McpSettings};
+use firstline_lab::{ExpectCheck, ExpectedVerdict, Scenario};
+use firstline_store::PgPool;
+
+use super::cases::{Case, CaseKind};
+use super::{holmes, memory};
+
+/// How long a closed MCP client gets to end its session before the lab server stops.
+const SESSION_CLOSE_GRACE: Duration = Duration::from_millis(50);
+
+/// Settings shared by every case of a run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Limits (timeouts, result size) come from here; servers and bindings are the lab's.
+    pub mcp: McpSettings,
+    /// One lab tool call's limit.
+    pub call_timeout: Duration,
+    /// Distinguishes this run's team ids and cache scopes from earlier runs'.
+    pub run_id: String,
+}
+
+/// How a case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pass,
+    Fail,
+    /// Failed, and `--expect-fail` said it would.
+    XFail,
+    /// Passed although `--expect-fail` said it would fail: fails the run.
+    XPass,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "FAIL",
+            Status::XFail => "xfail",
+            Status::XPass => "XPASS",
+        }
+    }
+}
+
+/// One row of the table.
+#[derive(Debug, Clone)]
+pub struct CaseOutcome {
+    pub name: String,
+    pub kind: CaseKind,
+    pub expected: Option<ExpectedVerdict>,
+    /// `Some(true)`: posted (grounded); `Some(false)`: asked; `None`: did not run.
+    pub posted: Option<bool>,
+    pub check: ExpectCheck,
+    /// Calls the lab server received.
+    pub tool_calls: u64,
+    pub wall: Duration,
+    /// Why the case could not run, or what was degraded (memory not written).
+    pub error: Option<String>,
+    pub notes: Vec<String>,
+    pub status: Status,
+    /// The text that would be posted.
+    pub text: String,
+}
+
+/// A finished round against the lab.
+pub struct LabRound {
+    pub state: IncidentState,
+    pub tool_calls: u64,
+}
+
+/// Runs `case`; never fails — a case that cannot run is a failed row saying why.
+pub async fn run_case(
+    case: &Case,
+    pool: Option<&PgPool>,
+    options: &RunOptions,
+    expect_fail: bool,
+) -> CaseOutcome {
+    let started = Instant::now();
+    let mut outcome = CaseOutcome {
+        name: case.name.clone(),
+        kind: case.kind,
+        expected: None,
+        posted: None,
+        check: ExpectCheck::default(),
+        tool_calls: 0,
+        wall: Duration::ZERO,
+        error: None,
+        notes: Vec::new(),
+        status: Status::Fail,
+        text: String::new(),
+    };
+    let loaded = match case.kind {
+        CaseKind::Scenario => Scenario::load(&case.dir)
+            .map(|scenario| {
+                let alert = scenario_alert(&scenario);
+                (scenario, alert)
+            })
+            .map_err(|e| e.to_string()),
+        CaseKind::Holmes => holmes::load(&case.name, &case.dir, Utc::now())
+            .map(|loaded| {
+                if !loaded.unserved.is_empty() {
+                    outcome
+                        .notes
+                        .push(format!("not served: {}", loaded.unserved.join(", ")));
+                }
+                (loaded.scenario, loaded.alert)
+            })
+            .map_err(|e| format!("{e:#}")),
+    };
+    match loaded {
+        Ok((scenario, alert)) => {
+            outcome.expected = Some(scenario.spec.expect.verdict);
+            let team_id = format!("eval-{}-{}", options.run_id, case.name);
+            match investigate_in_lab(&scenario, alert, pool, &team_id, options).await {
+                Ok((round, notes)) => {
+                    let posted = round.state.grounded();
+                    outcome.text = render_markdown(&round.state);
+                    outcome.check = scenario.spec.expect.check(&outcome.text, posted);
+                    outcome.posted = Some(posted);
+                    outcome.tool_calls = round.tool_calls;
+                    outcome.notes.extend(notes);
+                }
+                Err(e) => outcome.error = Some(e),
+            }
+        }
+        Err(e) => outcome.error = Some(e),
+    }
+    outcome.wall = started.elapsed();
+    let passed = outcome.error.is_none() && outcome.check.passed();
+    outcome.status = match (passed, expect_fail) {
+        (true, false) => Status::Pass,
+        (false, false) => Status::Fail,
+        (false, true) => Status::XFail,
+        (true, true) => Status::XPass,
+    };
+    outcome
+}
+
+/// A scenario's alert, as the bot would receive it.
+pub fn scenario_alert(scenario: &Scenario) -> AlertInput {
+    AlertInput::parse(scenario.alert_text(), Some(scenario.alert_at))
+}
+
+/// Serves `scenario` on a random local port and runs one round of the incident graph against
+/// it, with its past incidents in `pool` (if any) under `team_id` and its thread replies in the
+/// thread context. Returns the round and notes on anything degraded.
+pub async fn investigate_in_lab(
+    scenario: &Scenario,
+    alert: AlertInput,
+    pool: Option<&PgPool>,
+    team_id: &str,
+    options: &RunOptions,
+) -> Result<(LabRound, Vec<String>), String> {
+    let mut notes = Vec::new();
+    let pool = match pool {
+        Some(pool) => match memory::insert_past_incidents(pool, team_id, scenario).await {
+            Ok(_) => Some(pool.clone()),
+            Err(e) => {
+                notes.push(format!("without recall memory: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
+    let lab =
+        firstline_lab::serve_http(scenario.clone(), SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .await
+            .map_err(|e| format!("starting the lab MCP server: {e}"))?;
+    let settings = lab_settings(&options.mcp, lab.mcp_url(), options.call_timeout);
+    let result = async {
+        let tools = McpTools::from_settings(&settings, pool.clone())
+            .map_err(|e| format!("configuring the lab MCP tools: {e}"))?;
+        let scope = CallScope::adhoc(format!("eval-{}-{}", options.run_id, scenario.name));
+        let graph =
+            build_incident_graph(Arc::new(tools.round(scope)), pool, GraphOptions::default())
+                .map_err(|e| format!("building the incident graph: {e}"))?;
+        let input = IncidentState::new(alert, thread_context(scenario, team_id));
+        let outcome = run_round(&graph, input).await;
+        tools.shutdown().await;
+        outcome.map_err(|e| format!("the incident graph failed: {e}"))
+    }
+    .await;
+    let tool_calls = lab.counts().total();
+    // Closing the client ends its MCP session with a DELETE sent from a background task; give
+    // it a moment to reach the lab before the lab stops listening (bounded, local).
+    tokio::time::sleep(SESSION_CLOSE_GRACE).await;
+    lab.shutdown().await;
+    let state = result?;
+    Ok((LabRound { state, tool_calls }, notes))
+}
+
+/// One `lab` server at `url`; timeouts and limits from `base`, the call timeout at most
+/// `call_timeout`.
+fn lab_settings(base: &McpSettings, url: String, call_timeout: Duration) -> McpSettings {
+    McpSettings {
+        servers: vec![McpServerSettings {
+            name: "lab".into(),
+            url: Some(url),
+            profile: Some("lab".into()),
+            ..McpServerSettings::default()
+        }],
+        capabilities: Default::default(),
+        call_timeout_secs: base.call_timeout_secs.min(call_timeout.as_secs()).max(1),
+        connect_timeout_secs: base.connect_timeout_secs,
+        max_result_bytes: base.max_result_bytes,
+    }
+}
+
+/// The thread as the scenario describes it: its workspace, and the replies people wrote.
+fn thread_context(scenario: &Scenario, team_id: &str) -> ThreadContext {
+    let mut context = ThreadContext::for_team(team_id);
+    context.human_answers = scenario
+        .spec
+        .thread_replies
+        .iter()
+        .map(|reply| {
+            let at = reply.at.map_or(scenario.alert_at, |at| scenario.time(at));
+            HumanAnswer {
+                user: reply.user.clone(),
+                text: reply.text.clone(),
+                ts: format!("{}.{:06}", at.timestamp(), at.timestamp_subsec_micros()),
+            }
+        })
+        .collect();
+    context
+}
