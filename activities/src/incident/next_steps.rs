@@ -89,15 +89,23 @@ impl Names {
     }
 
     fn previous_log_command(&self, container: Option<&str>) -> String {
-        let pod = self.pod.as_deref().unwrap_or("<pod>");
         let container = container
             .or(self.container.as_deref())
             .map(|c| format!(" -c {c}"))
             .unwrap_or_default();
-        format!(
-            "kubectl -n {} logs {pod}{container} --previous",
-            self.namespace
-        )
+        match (&self.pod, self.workload_ref.strip_prefix("job/")) {
+            // A Job's failed runs are pods of their own, not restarts: read their logs, not a
+            // previous container's.
+            (None, Some(_)) => format!(
+                "kubectl -n {} logs {}{container}",
+                self.namespace, self.workload_ref
+            ),
+            (pod, _) => format!(
+                "kubectl -n {} logs {}{container} --previous",
+                self.namespace,
+                pod.as_deref().unwrap_or("<pod>")
+            ),
+        }
     }
 
     fn owner(&self) -> String {

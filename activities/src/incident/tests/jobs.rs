@@ -198,6 +198,9 @@ async fn a_whole_round_on_a_failed_job_cites_the_backoff_limit() {
     let text = format!("{report:?}");
     assert!(text.contains("BackoffLimitExceeded"), "{text}");
     assert!(text.contains("reports-db"), "{text}");
+    // A Job's failed runs are separate pods: no `--previous` advice.
+    let posted = crate::incident::render_markdown(&done);
+    assert!(!posted.contains("--previous"), "{posted}");
 }
 
 #[test]
