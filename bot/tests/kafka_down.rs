@@ -75,20 +75,7 @@ async fn kafka_down_for_30_s_while_1000_events_arrive_loses_and_duplicates_nothi
     for i in 0..10 {
         assert_eq!(send(i).await, 200);
     }
-    firstline_testkit::wait_for(
-        "the first 10 to publish",
-        Duration::from_secs(60),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM outbox WHERE sent_at IS NULL",
-            )
-            .await
-                == 0)
-                .then_some(())
-        },
-    )
-    .await;
+    wait_outbox_drained(&db.pool, "publish", Duration::from_secs(60)).await;
 
     broker.stop(Duration::from_secs(5)).await;
     let stopped = Instant::now();
@@ -116,20 +103,7 @@ async fn kafka_down_for_30_s_while_1000_events_arrive_loses_and_duplicates_nothi
     }
 
     let broker = start_broker(&tools, port, dir.path()).await;
-    firstline_testkit::wait_for(
-        "the outbox to drain after the broker returns",
-        Duration::from_secs(180),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM outbox WHERE sent_at IS NULL",
-            )
-            .await
-                == 0)
-                .then_some(())
-        },
-    )
-    .await;
+    wait_outbox_drained(&db.pool, "publish", Duration::from_secs(180)).await;
     let records = read_topic(
         &s.kafka.brokers,
         &s.kafka.topic,

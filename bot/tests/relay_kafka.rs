@@ -180,20 +180,7 @@ async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
     // A is killed: its transaction dies with it, its rows unlock, B finishes the outbox.
     a.abort();
     let _ = a.await;
-    firstline_testkit::wait_for(
-        "instance B to finish the outbox",
-        Duration::from_secs(60),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM outbox WHERE sent_at IS NULL",
-            )
-            .await
-                == 0)
-                .then_some(())
-        },
-    )
-    .await;
+    wait_outbox_drained(&db.pool, "publish", Duration::from_secs(60)).await;
     cancel.cancel();
     b.await.unwrap();
     let records = read_topic(

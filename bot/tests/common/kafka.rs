@@ -31,30 +31,14 @@ pub async fn read_topic(
         let mut records = Vec::new();
         while records.len() < expected && Instant::now() < deadline {
             if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-                let key = m
-                    .key()
-                    .map(|k| String::from_utf8_lossy(k).into_owned())
-                    .unwrap_or_default();
-                let value = m
-                    .payload()
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
-                    .unwrap_or_default();
-                records.push((key, value));
+                records.push(key_and_value(&m));
             }
         }
         // Read a little longer: a duplicate would show up here.
         let linger = Instant::now() + Duration::from_secs(1);
         while Instant::now() < linger {
             if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
-                let key = m
-                    .key()
-                    .map(|k| String::from_utf8_lossy(k).into_owned())
-                    .unwrap_or_default();
-                let value = m
-                    .payload()
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
-                    .unwrap_or_default();
-                records.push((key, value));
+                records.push(key_and_value(&m));
             }
         }
         consumer.unsubscribe();
@@ -65,6 +49,16 @@ pub async fn read_topic(
         .await
         .expect("the topic reader finished in time")
         .expect("the topic reader thread")
+}
+
+/// A record's key and payload as text.
+fn key_and_value(m: &rdkafka::message::BorrowedMessage<'_>) -> (String, String) {
+    let text = |bytes: Option<&[u8]>| {
+        bytes
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    (text(m.key()), text(m.payload()))
 }
 
 /// How many records each key has.
