@@ -9,6 +9,7 @@ mod eval;
 mod investigate;
 mod migrate;
 mod telemetry;
+mod worker;
 
 use clap::{Parser, Subcommand};
 use firstline_config::Settings;
@@ -33,6 +34,8 @@ struct Cli {
 enum Command {
     /// Run the Slack bot: receive events, record them, relay them to Kafka and Temporal.
     Bot(bot::Args),
+    /// Run a round worker: the incident_round workflow and its activities on Temporal.
+    Worker(worker::Args),
     /// Run everything on this machine: PostgreSQL+pgvector, Temporal and Kafka, migrated and ready.
     Dev(dev::Args),
     /// Apply the database migrations to database.url (any PostgreSQL with pgvector).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Bot(args) => bot::run(settings, args).await,
+            Command::Worker(args) => worker::run(settings, args).await,
             Command::Dev(args) => dev::run(settings, args).await,
             Command::Migrate(args) => migrate::run(settings, args).await,
             Command::Doctor => doctor::run(settings).await,

@@ -12,6 +12,8 @@
 //!   layer behind it (the one module here that does I/O: MCP calls, `tool_cache`, `audit`).
 //! - [`incident`] — the incident graph: investigate ∥ recall → summarise → judge → ask (its
 //!   nodes reach the world only through the tool layer and Postgres).
+//! - [`round`] — the round workflow's Temporal activities: load the thread, run the graph
+//!   durably, commit, post once.
 //! - [`holmes_fixture`] — read HolmesGPT's recorded tool calls (for the lab's peer adapter).
 
 pub mod alert;
@@ -21,5 +23,6 @@ pub mod excerpt;
 pub mod holmes_fixture;
 pub mod incident;
 pub mod redact;
+pub mod round;
 pub mod timeparse;
 pub mod tools;

@@ -107,6 +107,11 @@ impl Classifier {
         }
     }
 
+    /// The bot's user id (empty when unknown).
+    pub fn bot_user_id(&self) -> &str {
+        &self.bot_user_id
+    }
+
     /// Classifies one push payload (`{"type": "event_callback", "event": {…}, …}`).
     pub fn classify(&self, payload: &Value) -> Result<Incoming, Skip> {
         let kind = str_at(payload, "type").unwrap_or_default();

@@ -136,9 +136,12 @@ async fn events(
                 Err(_) => return StatusCode::BAD_REQUEST.into_response(),
             };
             match state.pipeline.handle(&payload).await {
-                Ok(Handled::Stored { .. } | Handled::Duplicate | Handled::Ignored(_)) => {
-                    StatusCode::OK.into_response()
-                }
+                Ok(
+                    Handled::Stored { .. }
+                    | Handled::Resolved { .. }
+                    | Handled::Duplicate
+                    | Handled::Ignored(_),
+                ) => StatusCode::OK.into_response(),
                 Err(e) => {
                     tracing::error!(error = %e, "event not recorded; Slack will retry");
                     (StatusCode::SERVICE_UNAVAILABLE, "not recorded, retry").into_response()

@@ -1,8 +1,11 @@
 //! Recording one classified message: ONE Postgres transaction (thread upsert, message insert
-//! deduplicated on `event_id` and `(channel, ts)`, outbox rows), committed before Slack is acked
-//! (DESIGN invariants 1–3). A duplicate inserts nothing and is acked like a success.
+//! deduplicated on `event_id` and `(channel, ts)`, outbox rows, and the resolution the message
+//! causes, if any — [`crate::resolution`]), committed before Slack is acked (DESIGN invariants
+//! 1–3). A duplicate inserts nothing and is acked like a success. Alerts and mentions get a
+//! `wake` row, except recovery alerts (recorded and published, never woken).
 
 use crate::model::Incoming;
+use crate::resolution;
 use crate::schema::{MessageRecord, WakeRecord};
 use sqlx::PgPool;
 
@@ -15,14 +18,20 @@ pub enum Recorded {
         message_id: i64,
         /// Whether a `wake` row was written.
         wakes: bool,
+        /// The thread this message resolved (`threads.id`), if any.
+        resolved: Option<i64>,
     },
     /// Already stored (same `event_id`, or same `(channel, ts)`): nothing written.
     Duplicate,
 }
 
 /// Records `message` in one transaction. Any error leaves nothing behind (the transaction is
-/// rolled back when dropped).
-pub async fn record(pool: &PgPool, message: &Incoming) -> Result<Recorded, sqlx::Error> {
+/// rolled back when dropped). `bot_user_id` recognises the mention token of a resolved-mention.
+pub async fn record(
+    pool: &PgPool,
+    message: &Incoming,
+    bot_user_id: &str,
+) -> Result<Recorded, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let thread_id: i64 = sqlx::query_scalar(
         "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ($1, $2, $3)
@@ -63,7 +72,10 @@ pub async fn record(pool: &PgPool, message: &Incoming) -> Result<Recorded, sqlx:
     };
     let publish = serde_json::to_value(MessageRecord::new(message_id, message, received_at))
         .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    let wakes = message.kind.wakes();
+    let resolved = resolution::on_message(&mut tx, message, thread_id, bot_user_id)
+        .await?
+        .map(|r| r.thread_id);
+    let wakes = message.kind.wakes() && !resolution::is_recovery_alert(message);
     let wake = if wakes {
         Some(
             serde_json::to_value(WakeRecord::new(message))
@@ -90,5 +102,9 @@ pub async fn record(pool: &PgPool, message: &Incoming) -> Result<Recorded, sqlx:
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(Recorded::Stored { message_id, wakes })
+    Ok(Recorded::Stored {
+        message_id,
+        wakes,
+        resolved,
+    })
 }

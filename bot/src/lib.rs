@@ -2,10 +2,12 @@
 //!
 //! ```text
 //! Slack ──Events API (http.rs) or Socket Mode (socket.rs)──▶ pipeline.rs
-//!    classify.rs → ingest.rs: ONE transaction (thread, message deduped, outbox rows) → ack
+//!    classify.rs → ingest.rs: ONE transaction (thread, message deduped, outbox rows,
+//!                  resolution.rs: resolved thread + incident) → ack
 //! relay/ (background, replica-safe): outbox publish → Kafka (relay/kafka.rs)
 //!                                    outbox wake    → Temporal signal-with-start (relay/temporal.rs)
-//! slack/: the Web API client (post, update, react, replies), limits, pacing, signing
+//! slack/: the Web API client (post with Block Kit + metadata, update, react, replies), limits,
+//!         pacing, signing
 //! standin/: a Slack stand-in on a real socket for `firstline dev` and the tests
 //! ```
 //!
@@ -18,6 +20,7 @@ pub mod model;
 pub mod pipeline;
 pub mod reactions;
 pub mod relay;
+pub mod resolution;
 pub mod schema;
 pub mod slack;
 pub mod socket;

@@ -1,11 +1,13 @@
 //! The path every event takes after transport (Events API or Socket Mode): classify → record in
 //! one transaction (bounded by `bot.ingest_timeout_ms`) → tell the caller whether it may ack.
-//! Side effects that are not part of the record (the 👀 reaction) run after commit, off the ack
-//! path.
+//! A ✅ `reaction_added` is the one non-message event processed: it may resolve a thread, in its
+//! own bounded transaction, before the ack ([`crate::resolution`]). Side effects that are not
+//! part of the record (the 👀 reaction) run after commit, off the ack path.
 
 use crate::classify::{Classifier, Skip};
 use crate::ingest::{self, Recorded};
 use crate::model::Kind;
+use crate::resolution;
 use crate::telemetry;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -22,6 +24,13 @@ pub enum Handled {
         message_id: i64,
         /// Its kind.
         kind: Kind,
+        /// The thread it resolved (`threads.id`), if any.
+        resolved: Option<i64>,
+    },
+    /// A ✅ on a thread's alert resolved the thread.
+    Resolved {
+        /// `threads.id`.
+        thread_id: i64,
     },
     /// Already stored: a redelivery, or the second event of one mention.
     Duplicate,
@@ -85,6 +94,9 @@ impl Pipeline {
     #[tracing::instrument(level = "debug", skip_all, fields(event_id, kind))]
     pub async fn handle(&self, payload: &Value) -> Result<Handled, IngestError> {
         let started = Instant::now();
+        if let Some(check_mark) = resolution::check_mark_of(payload) {
+            return self.handle_check_mark(&check_mark).await;
+        }
         let message = match self.inner.classifier.classify(payload) {
             Ok(message) => message,
             Err(skip) => {
@@ -103,7 +115,11 @@ impl Pipeline {
         span.record("kind", message.kind.as_str());
         let recorded = match tokio::time::timeout(
             self.inner.timeout,
-            ingest::record(&self.inner.pool, &message),
+            ingest::record(
+                &self.inner.pool,
+                &message,
+                self.inner.classifier.bot_user_id(),
+            ),
         )
         .await
         {
@@ -123,7 +139,11 @@ impl Pipeline {
                 metrics::counter!(telemetry::EVENTS, "outcome" => "duplicate").increment(1);
                 Ok(Handled::Duplicate)
             }
-            Recorded::Stored { message_id, .. } => {
+            Recorded::Stored {
+                message_id,
+                resolved,
+                ..
+            } => {
                 metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => message.kind.as_str())
                     .increment(1);
                 if message.kind == Kind::Mention
@@ -138,7 +158,47 @@ impl Pipeline {
                 Ok(Handled::Stored {
                     message_id,
                     kind: message.kind,
+                    resolved,
                 })
+            }
+        }
+    }
+
+    /// A ✅ reaction: resolve the thread of the alert it is on, if a person added it.
+    async fn handle_check_mark(
+        &self,
+        check_mark: &resolution::CheckMark,
+    ) -> Result<Handled, IngestError> {
+        let resolved = tokio::time::timeout(
+            self.inner.timeout,
+            resolution::resolve_by_check_mark(
+                &self.inner.pool,
+                check_mark,
+                self.inner.classifier.bot_user_id(),
+            ),
+        )
+        .await;
+        match resolved {
+            Ok(Ok(Some(r))) => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "resolved").increment(1);
+                Ok(Handled::Resolved {
+                    thread_id: r.thread_id,
+                })
+            }
+            Ok(Ok(None)) => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "ignored").increment(1);
+                Ok(Handled::Ignored(
+                    "✅ that resolves no open thread (not on an alert, already resolved, or by a bot)"
+                        .into(),
+                ))
+            }
+            Ok(Err(e)) => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                Err(e.into())
+            }
+            Err(_) => {
+                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                Err(IngestError::Timeout(self.inner.timeout))
             }
         }
     }

@@ -1,15 +1,18 @@
 //! The Slack stand-in on a real socket, driven through the bot's Web API client and through the
 //! bot itself: Events API delivery (signed, with app_mention + message for one mention), the 👀
-//! reaction, the bot's own echo, Slack-shaped errors and 429 + Retry-After, Socket Mode.
+//! reaction, the bot's own echo, Slack-shaped errors and 429 + Retry-After, Socket Mode; Block
+//! Kit + message metadata through post, update, replies and the echo; reactions add/remove; ✅
+//! on an alert resolving its thread end to end.
 
 mod common;
 
 use common::*;
 use firstline_bot::Parts;
-use firstline_bot::slack::{SlackApi, SlackApiError};
-use firstline_bot::standin::state::{Failure, INCIDENTS, ONCALL_USER};
+use firstline_bot::slack::{OutgoingMessage, SlackApi, SlackApiError};
+use firstline_bot::standin::state::{BOT_USER_ID, Failure, INCIDENTS, ONCALL_USER};
 use firstline_bot::standin::{StandIn, StandInConfig};
 use firstline_config::{SecretString, SlackMode};
+use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -194,7 +197,7 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
         let thread = slack.workspace().thread(INCIDENTS, &alert_ts)?;
         thread
             .iter()
-            .any(|m| m.ts == ts && m.reactions.contains(&"eyes".to_string()))
+            .any(|m| m.ts == ts && m.has_reaction("eyes"))
             .then_some(())
     })
     .await;
@@ -285,6 +288,422 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
         .await
         .unwrap();
     assert_eq!(stored, ts);
+    // Over the socket too (events re-serialised through slack-morphism's typed model): an echo
+    // keeps its metadata, and a person's ✅ on an alert resolves its thread.
+    let hook = http_client()
+        .post(&format!("{}/webhook/{INCIDENTS}", slack.url()))
+        .body(
+            json!({"username": "Alertmanager", "text": "[FIRING:1] KubePodCrashLooping checkout"})
+                .to_string(),
+        )
+        .send()
+        .await;
+    assert_eq!(hook.status(), 200);
+    firstline_testkit::wait_for(
+        "the alert over Socket Mode",
+        Duration::from_secs(15),
+        || async {
+            (count(
+                &db.pool,
+                "SELECT count(*) FROM messages WHERE kind = 'alert'",
+            )
+            .await
+                == 1)
+                .then_some(())
+        },
+    )
+    .await;
+    let alert_ts: String = sqlx::query_scalar("SELECT ts FROM messages WHERE kind = 'alert'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    api(&slack)
+        .post_message(&OutgoingMessage {
+            channel: INCIDENTS.into(),
+            thread_ts: Some(alert_ts.clone()),
+            text: "report".into(),
+            blocks: Some(report_blocks()),
+            metadata: Some(json!({"event_type": "firstline_round", "event_payload": {"round": 1}})),
+        })
+        .await
+        .unwrap();
+    slack
+        .user_reacts(INCIDENTS, ONCALL_USER, &alert_ts, "white_check_mark")
+        .unwrap();
+    firstline_testkit::wait_for(
+        "the ✅ over Socket Mode",
+        Duration::from_secs(15),
+        || async { (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(()) },
+    )
+    .await;
+    let metadata: serde_json::Value =
+        sqlx::query_scalar("SELECT raw->'event'->'metadata' FROM messages WHERE kind = 'bot_echo'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(metadata["event_payload"]["round"], "1");
+    bot.stop().await;
+    cancel.cancel();
+}
+
+fn report_blocks() -> serde_json::Value {
+    json!([
+        {"type": "header", "text": {"type": "plain_text", "text": "checkout is crash-looping"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": "*Cause*: memory limit too low (E1)"}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": "round 1 · grounded"}]},
+    ])
+}
+
+#[tokio::test]
+async fn post_message_carries_blocks_and_metadata_to_replies_and_updates_replace_blocks() {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel).await;
+    let api = api(&slack);
+    let parent = slack.user_says(INCIDENTS, ONCALL_USER, "checkout is down", None);
+    let ts = api
+        .post_message(&OutgoingMessage {
+            channel: INCIDENTS.into(),
+            thread_ts: Some(parent.clone()),
+            text: "checkout is crash-looping: memory limit too low".into(),
+            blocks: Some(report_blocks()),
+            metadata: Some(json!({"event_type": "firstline_round",
+                "event_payload": {"round": 1, "grounded": true, "thread": "T/C/1"}})),
+        })
+        .await
+        .unwrap();
+    let thread = api.thread_replies(INCIDENTS, &parent, 100).await.unwrap();
+    assert_eq!(thread.len(), 2);
+    assert_eq!(thread[0].metadata, None);
+    let reply = &thread[1];
+    assert_eq!(reply.ts, ts);
+    assert_eq!(reply.user.as_deref(), Some(BOT_USER_ID));
+    assert_eq!(
+        reply.text,
+        "checkout is crash-looping: memory limit too low"
+    );
+    assert_eq!(
+        reply.metadata,
+        Some(json!({"event_type": "firstline_round",
+            "event_payload": {"round": "1", "grounded": "true", "thread": "T/C/1"}}))
+    );
+    let replies_call = slack
+        .calls()
+        .into_iter()
+        .rfind(|c| c.method == "conversations.replies")
+        .unwrap();
+    assert_eq!(replies_call.params["include_all_metadata"], "true");
+    // Without include_all_metadata the stand-in, like Slack, leaves metadata out.
+    let plain = http_client()
+        .get(&format!(
+            "{}/conversations.replies?token=xoxb-t&channel={INCIDENTS}&ts={parent}",
+            slack.api_url()
+        ))
+        .send()
+        .await;
+    assert!(
+        plain.body.contains("\"blocks\"") && !plain.body.contains("firstline_round"),
+        "{}",
+        plain.body
+    );
+    let stored = slack.workspace().thread(INCIDENTS, &parent).unwrap();
+    assert_eq!(stored[1].blocks, Some(report_blocks()));
+    // The HTML view shows the blocks, not only the fallback.
+    let page = http_client().get(&slack.url()).send().await;
+    assert!(
+        page.body.contains("checkout is crash-looping</div>"),
+        "header shown"
+    );
+    assert!(
+        page.body.contains("round 1 · grounded")
+            && page.body.contains("[metadata: firstline_round]")
+    );
+    // Update: new blocks replace the old; no blocks keeps them.
+    let updated =
+        json!([{"type": "section", "text": {"type": "mrkdwn", "text": "resolved: rolled back"}}]);
+    api.update_message(
+        INCIDENTS,
+        &ts,
+        "resolved: rolled back",
+        Some(updated.clone()),
+    )
+    .await
+    .unwrap();
+    let stored = slack.workspace().thread(INCIDENTS, &parent).unwrap();
+    assert_eq!(stored[1].blocks, Some(updated.clone()));
+    assert!(stored[1].edited);
+    api.update_message(INCIDENTS, &ts, "text only", None)
+        .await
+        .unwrap();
+    let stored = slack.workspace().thread(INCIDENTS, &parent).unwrap();
+    assert_eq!(stored[1].text, "text only");
+    assert_eq!(stored[1].blocks, Some(updated));
+    // Caller blocks over Slack's limits are cut, not rejected.
+    let many: Vec<_> = (0..80)
+        .map(|i| json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("{i} {}", "x".repeat(4000))}}))
+        .collect();
+    api.post_message(&OutgoingMessage {
+        channel: INCIDENTS.into(),
+        thread_ts: Some(parent.clone()),
+        text: "z".repeat(50_000),
+        blocks: Some(json!(many)),
+        metadata: None,
+    })
+    .await
+    .unwrap();
+    let call = slack
+        .calls()
+        .into_iter()
+        .rfind(|c| c.method == "chat.postMessage")
+        .unwrap();
+    let blocks = call.params["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 50);
+    assert!(
+        blocks[..49]
+            .iter()
+            .all(|b| b["text"]["text"].as_str().unwrap().chars().count() <= 3000)
+    );
+    assert_eq!(
+        call.params["text"].as_str().unwrap().chars().count(),
+        40_000
+    );
+    // A malformed request is refused before it is sent.
+    let err = api
+        .post_message(&OutgoingMessage {
+            channel: INCIDENTS.into(),
+            text: "x".into(),
+            blocks: Some(json!({"type": "section"})),
+            ..OutgoingMessage::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SlackApiError::Invalid { .. }), "{err}");
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn thread_replies_follow_the_cursor_within_the_limit() {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel).await;
+    let api = api(&slack);
+    let parent = slack.user_says(INCIDENTS, ONCALL_USER, "parent", None);
+    for i in 0..450 {
+        slack.user_says(INCIDENTS, ONCALL_USER, &format!("reply {i}"), Some(&parent));
+    }
+    let all = api.thread_replies(INCIDENTS, &parent, 1000).await.unwrap();
+    assert_eq!(all.len(), 451);
+    assert_eq!(all[450].text, "reply 449");
+    let pages = slack
+        .calls()
+        .iter()
+        .filter(|c| c.method == "conversations.replies")
+        .count();
+    assert_eq!(pages, 3, "pages of 200");
+    let some = api.thread_replies(INCIDENTS, &parent, 250).await.unwrap();
+    assert_eq!(some.len(), 250);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn reactions_add_and_remove_are_idempotent() {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel).await;
+    let api = api(&slack);
+    let parent = slack.user_says(INCIDENTS, ONCALL_USER, "alert", None);
+    let reactions = |slack: &StandIn| {
+        slack.workspace().thread(INCIDENTS, &parent).unwrap()[0]
+            .reactions
+            .iter()
+            .map(|r| (r.name.clone(), r.user.clone()))
+            .collect::<Vec<_>>()
+    };
+    api.add_reaction(INCIDENTS, &parent, "eyes").await.unwrap();
+    api.add_reaction(INCIDENTS, &parent, "eyes")
+        .await
+        .expect("already_reacted is success");
+    slack
+        .user_reacts(INCIDENTS, ONCALL_USER, &parent, "eyes")
+        .unwrap();
+    assert_eq!(
+        reactions(&slack),
+        [
+            ("eyes".to_string(), BOT_USER_ID.to_string()),
+            ("eyes".to_string(), ONCALL_USER.to_string())
+        ]
+    );
+    api.remove_reaction(INCIDENTS, &parent, "eyes")
+        .await
+        .unwrap();
+    api.remove_reaction(INCIDENTS, &parent, "eyes")
+        .await
+        .expect("no_reaction is success");
+    assert_eq!(
+        reactions(&slack),
+        [("eyes".to_string(), ONCALL_USER.to_string())],
+        "only ours removed"
+    );
+    let statuses: Vec<String> = slack
+        .calls()
+        .iter()
+        .filter(|c| c.method.starts_with("reactions."))
+        .map(|c| c.method.clone())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "reactions.add",
+            "reactions.add",
+            "reactions.remove",
+            "reactions.remove"
+        ]
+    );
+    // Other errors still are errors.
+    let err = api
+        .remove_reaction(INCIDENTS, "1.000000", "eyes")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SlackApiError::Api { ref code, .. } if code == "message_not_found"),
+        "{err}"
+    );
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn post_message_waits_out_a_429() {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel).await;
+    let api = api(&slack);
+    let parent = slack.user_says(INCIDENTS, ONCALL_USER, "alert", None);
+    slack.fail_next(
+        "chat.postMessage",
+        Failure::RateLimited {
+            retry_after_secs: 2,
+        },
+    );
+    let started = Instant::now();
+    let ts = api
+        .post_message(&OutgoingMessage {
+            channel: INCIDENTS.into(),
+            thread_ts: Some(parent.clone()),
+            text: "after a 429".into(),
+            blocks: Some(report_blocks()),
+            metadata: Some(
+                json!({"event_type": "firstline_round", "event_payload": {"round": "1"}}),
+            ),
+        })
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let posts: Vec<u16> = slack
+        .calls()
+        .iter()
+        .filter(|c| c.method == "chat.postMessage")
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(posts, [429, 200]);
+    let thread = slack.workspace().thread(INCIDENTS, &parent).unwrap();
+    assert_eq!(thread.len(), 2, "posted once");
+    assert_eq!(thread[1].ts, ts);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_alert() {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel).await;
+    let db = firstline_testkit::test_db().await;
+    let mut s = settings(&db.url);
+    s.slack.bot_token = SecretString::new("xoxb-standin-token");
+    s.slack.api_url = slack.api_url();
+    let bot = TestBot::start(&s, INGEST_ONLY).await;
+    slack.set_events_url(Some(bot.events_url.clone()));
+    let hook = http_client()
+        .post(&format!("{}/webhook/{INCIDENTS}", slack.url()))
+        .body(
+            json!({"username": "Alertmanager", "text": "[FIRING:1] KubePodCrashLooping checkout"})
+                .to_string(),
+        )
+        .send()
+        .await;
+    assert_eq!(hook.status(), 200);
+    firstline_testkit::wait_for("the alert", Duration::from_secs(10), || async {
+        (count(
+            &db.pool,
+            "SELECT count(*) FROM messages WHERE kind = 'alert'",
+        )
+        .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    let alert_ts: String = sqlx::query_scalar("SELECT ts FROM messages WHERE kind = 'alert'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let api = api(&slack);
+    api.post_message(&OutgoingMessage {
+        channel: INCIDENTS.into(),
+        thread_ts: Some(alert_ts.clone()),
+        text: "report".into(),
+        blocks: Some(report_blocks()),
+        metadata: Some(json!({"event_type": "firstline_round", "event_payload": {"round": 1}})),
+    })
+    .await
+    .unwrap();
+    firstline_testkit::wait_for("the echo", Duration::from_secs(10), || async {
+        (count(
+            &db.pool,
+            "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
+        )
+        .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    let (metadata, blocks): (serde_json::Value, serde_json::Value) = sqlx::query_as(
+        "SELECT raw->'event'->'metadata', raw->'event'->'blocks' FROM messages WHERE kind = 'bot_echo'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        metadata,
+        json!({"event_type": "firstline_round", "event_payload": {"round": "1"}})
+    );
+    assert_eq!(blocks, report_blocks());
+    // The bot's own ✅ (delivered back as reaction_added) resolves nothing.
+    api.add_reaction(INCIDENTS, &alert_ts, "white_check_mark")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        count(
+            &db.pool,
+            "SELECT count(*) FROM threads WHERE status = 'resolved'"
+        )
+        .await,
+        0
+    );
+    // A person's ✅ on the alert does.
+    slack
+        .user_reacts(INCIDENTS, ONCALL_USER, &alert_ts, "white_check_mark")
+        .unwrap();
+    firstline_testkit::wait_for("the resolution", Duration::from_secs(10), || async {
+        (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(())
+    })
+    .await;
+    let (status, root_cause): (String, String) = sqlx::query_as(
+        "SELECT t.status, i.root_cause FROM threads t JOIN incidents i ON i.thread_id = t.id",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(status, "resolved");
+    assert_eq!(root_cause, "(resolved by ✅)");
     bot.stop().await;
     cancel.cancel();
 }

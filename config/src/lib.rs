@@ -16,7 +16,8 @@ mod settings;
 pub use secret::DatabaseUrl;
 pub use settings::{
     AlertRule, BotSettings, DatabaseSettings, DevSettings, KafkaSettings, LogFormat, LogSettings,
-    SecretString, Settings, SlackMode, SlackSettings, TemporalSettings,
+    RoundSettings, SecretString, Settings, SlackMode, SlackSettings, TemporalSettings,
+    WorkerSettings,
 };
 pub use settings::{
     CapabilityBinding, MCP_CAPABILITIES, MCP_PROFILES, McpServerSettings, McpSettings,

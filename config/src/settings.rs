@@ -29,6 +29,10 @@ pub struct Settings {
     pub log: LogSettings,
     /// MCP servers the investigation reads through, and which tool answers each capability.
     pub mcp: McpSettings,
+    /// Limits of the per-thread round workflow (DESIGN invariant 9).
+    pub round: RoundSettings,
+    /// The worker process that runs rounds.
+    pub worker: WorkerSettings,
 }
 
 /// PostgreSQL (with the pgvector extension).
@@ -276,6 +280,75 @@ impl Default for DevSettings {
             postgres_os_user: "firstline".into(),
             ready_timeout_secs: 60,
             durable: true,
+        }
+    }
+}
+
+/// The round workflow's limits. Every loop and wait of a round is bounded by one of these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoundSettings {
+    /// Most rounds one thread gets; a mention after that is recorded and not answered.
+    pub max_rounds: u32,
+    /// Seconds after the thread's first message (its `thread_ts`) when no round starts any more.
+    pub max_thread_age_secs: u64,
+    /// Seconds a run waits for a new mention after asking before it closes.
+    pub idle_timeout_secs: u64,
+    /// Seconds `run_graph` may take per attempt (start-to-close).
+    pub run_graph_timeout_secs: u64,
+    /// Seconds without a heartbeat after which `run_graph` is retried on another worker.
+    pub run_graph_heartbeat_secs: u64,
+    /// Seconds `load_context`, `commit_round` and `post_to_thread` may take per attempt.
+    pub activity_timeout_secs: u64,
+    /// Attempts per activity (the first included) before the round fails.
+    pub activity_attempts: u32,
+    /// First retry delay of a failed activity, in milliseconds (doubles per attempt).
+    pub retry_initial_ms: u64,
+    /// Cap on an activity's retry delay, in seconds.
+    pub retry_max_secs: u64,
+    /// Characters of thread conversation a round reads (most recent first).
+    pub context_chars: usize,
+}
+
+impl Default for RoundSettings {
+    fn default() -> Self {
+        Self {
+            max_rounds: 5,
+            max_thread_age_secs: 24 * 3600,
+            idle_timeout_secs: 30 * 60,
+            run_graph_timeout_secs: 300,
+            run_graph_heartbeat_secs: 30,
+            activity_timeout_secs: 30,
+            activity_attempts: 3,
+            retry_initial_ms: 1000,
+            retry_max_secs: 30,
+            context_chars: 6000,
+        }
+    }
+}
+
+/// The worker process (`firstline worker`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// Address `/healthz` and `/metrics` listen on.
+    pub listen: String,
+    /// Activities (graph runs, commits, posts) one worker runs at once.
+    pub max_concurrent_activities: usize,
+    /// Workflow tasks one worker processes at once.
+    pub max_concurrent_workflow_tasks: usize,
+    /// Seconds in-flight activities get to finish after SIGTERM before they are cancelled and
+    /// handed back (keep it below the pod's termination grace period).
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:3001".into(),
+            max_concurrent_activities: 20,
+            max_concurrent_workflow_tasks: 20,
+            shutdown_grace_secs: 20,
         }
     }
 }
@@ -725,6 +798,85 @@ impl Settings {
                     });
                 }
             }
+        }
+        if self.worker.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::Rejected {
+                setting: "worker.listen",
+                env: "FIRSTLINE_WORKER__LISTEN",
+                reason: format!("`{}` is not an ip:port address", self.worker.listen),
+            });
+        }
+        for (name, env, value) in [
+            (
+                "round.max_rounds",
+                "FIRSTLINE_ROUND__MAX_ROUNDS",
+                u64::from(self.round.max_rounds),
+            ),
+            (
+                "round.max_thread_age_secs",
+                "FIRSTLINE_ROUND__MAX_THREAD_AGE_SECS",
+                self.round.max_thread_age_secs,
+            ),
+            (
+                "round.idle_timeout_secs",
+                "FIRSTLINE_ROUND__IDLE_TIMEOUT_SECS",
+                self.round.idle_timeout_secs,
+            ),
+            (
+                "round.run_graph_timeout_secs",
+                "FIRSTLINE_ROUND__RUN_GRAPH_TIMEOUT_SECS",
+                self.round.run_graph_timeout_secs,
+            ),
+            (
+                "round.run_graph_heartbeat_secs",
+                "FIRSTLINE_ROUND__RUN_GRAPH_HEARTBEAT_SECS",
+                self.round.run_graph_heartbeat_secs,
+            ),
+            (
+                "round.activity_timeout_secs",
+                "FIRSTLINE_ROUND__ACTIVITY_TIMEOUT_SECS",
+                self.round.activity_timeout_secs,
+            ),
+            (
+                "round.activity_attempts",
+                "FIRSTLINE_ROUND__ACTIVITY_ATTEMPTS",
+                u64::from(self.round.activity_attempts),
+            ),
+            (
+                "round.retry_initial_ms",
+                "FIRSTLINE_ROUND__RETRY_INITIAL_MS",
+                self.round.retry_initial_ms,
+            ),
+            (
+                "round.retry_max_secs",
+                "FIRSTLINE_ROUND__RETRY_MAX_SECS",
+                self.round.retry_max_secs,
+            ),
+            (
+                "worker.max_concurrent_activities",
+                "FIRSTLINE_WORKER__MAX_CONCURRENT_ACTIVITIES",
+                self.worker.max_concurrent_activities as u64,
+            ),
+            (
+                "worker.max_concurrent_workflow_tasks",
+                "FIRSTLINE_WORKER__MAX_CONCURRENT_WORKFLOW_TASKS",
+                self.worker.max_concurrent_workflow_tasks as u64,
+            ),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Rejected {
+                    setting: name,
+                    env,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        if self.round.run_graph_heartbeat_secs >= self.round.run_graph_timeout_secs {
+            return Err(ConfigError::Rejected {
+                setting: "round.run_graph_heartbeat_secs",
+                env: "FIRSTLINE_ROUND__RUN_GRAPH_HEARTBEAT_SECS",
+                reason: "must be shorter than round.run_graph_timeout_secs".into(),
+            });
         }
         if self.dev.ready_timeout_secs == 0 {
             return Err(ConfigError::Rejected {

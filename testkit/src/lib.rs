@@ -168,14 +168,32 @@ async fn template() -> &'static str {
                 pool.close().await;
                 // Renamed only when complete, so a crash mid-migration never leaves a
                 // half-built template that later runs would trust.
-                sqlx::raw_sql(&format!(
+                // A closed session's backend may still be exiting, and autovacuum may have
+                // connected to the fresh database: end those sessions and retry "being accessed
+                // by other users" (55006) briefly.
+                let rename = format!(
                     "ALTER DATABASE {} RENAME TO {}",
                     firstline_store::quote_identifier(&building),
                     firstline_store::quote_identifier(&name)
-                ))
-                .execute(&mut *lock)
-                .await
-                .expect("publishing the template");
+                );
+                for attempt in 1..=50 {
+                    match sqlx::raw_sql(&rename).execute(&mut *lock).await {
+                        Ok(_) => break,
+                        Err(sqlx::Error::Database(e))
+                            if e.code().as_deref() == Some("55006") && attempt < 50 =>
+                        {
+                            let _ = sqlx::query(
+                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                  WHERE datname = $1 AND pid <> pg_backend_pid()",
+                            )
+                            .bind(&building)
+                            .execute(&mut *lock)
+                            .await;
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                        Err(e) => panic!("publishing the template: {e}"),
+                    }
+                }
             }
             sqlx::query("SELECT pg_advisory_unlock(72_331)")
                 .execute(&mut *lock)

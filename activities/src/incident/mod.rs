@@ -50,8 +50,8 @@ pub use recall::{PriorIncident, RecallOptions};
 pub use render::{RoundResult, render_markdown};
 pub use report::{Cause, Claim, Report, UnsupportedClaim, Verdict};
 pub use state::{
-    AlertInput, EarlierRound, HumanAnswer, IncidentState, IncidentUpdate, Missing, MissingKind,
-    ThreadContext, Usage,
+    AlertInput, ConversationMessage, EarlierRound, HumanAnswer, IncidentState, IncidentUpdate,
+    Missing, MissingKind, ThreadContext, Usage,
 };
 
 #[cfg(test)]

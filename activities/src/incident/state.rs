@@ -107,6 +107,22 @@ pub struct ThreadContext {
     pub open_questions: Vec<String>,
     /// Replies people wrote in the thread since the bot asked (untrusted text).
     pub human_answers: Vec<HumanAnswer>,
+    /// The thread's conversation, oldest first, compacted to a character budget (the most
+    /// recent messages are kept); chatter included, redacted.
+    pub conversation: Vec<ConversationMessage>,
+}
+
+/// One message of the thread's conversation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConversationMessage {
+    /// Slack user or bot id.
+    pub author: String,
+    /// `alert`, `mention`, `chatter` or `bot_echo`.
+    pub kind: String,
+    /// What was written (untrusted, redacted).
+    pub text: String,
+    /// Slack message ts.
+    pub ts: String,
 }
 
 impl ThreadContext {

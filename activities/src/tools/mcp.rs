@@ -298,6 +298,7 @@ impl RoundTools {
             .await
             .clone();
         if ran {
+            crate::round::faults::pause(crate::round::faults::TOOL_AFTER_CALL).await;
             return fetched;
         }
         // Served from this round's memory: an identical call was already made (or is shared).

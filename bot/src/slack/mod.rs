@@ -6,7 +6,7 @@ pub mod limits;
 pub mod pacer;
 pub mod signing;
 
-pub use client::{SlackApi, SlackApiError, ThreadReply};
+pub use client::{OutgoingMessage, SlackApi, SlackApiError, ThreadReply};
 
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;

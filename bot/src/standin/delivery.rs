@@ -71,6 +71,13 @@ impl Deliverer {
         if let Some(thread_ts) = &message.thread_ts {
             event["thread_ts"] = json!(thread_ts);
         }
+        // Like Slack: message events carry the blocks, and the metadata when there is some.
+        if let Some(blocks) = &message.blocks {
+            event["blocks"] = blocks.clone();
+        }
+        if let Some(metadata) = &message.metadata {
+            event["metadata"] = metadata.clone();
+        }
         let mut mentions_bot = false;
         match &message.author {
             Author::User { user } => {
@@ -110,6 +117,30 @@ impl Deliverer {
             payloads.push(wrap(workspace, mention));
         }
         payloads
+    }
+
+    /// The `reaction_added` (or `reaction_removed`) payload for `user`'s reaction `name` on
+    /// message `ts` in `channel`, written by `item_user`.
+    pub fn reaction_payload(
+        workspace: &Workspace,
+        added: bool,
+        channel: &str,
+        ts: &str,
+        name: &str,
+        user: &str,
+        item_user: Option<&str>,
+    ) -> Value {
+        let mut event = json!({
+            "type": if added { "reaction_added" } else { "reaction_removed" },
+            "user": user,
+            "reaction": name,
+            "item": {"type": "message", "channel": channel, "ts": ts},
+            "event_ts": workspace.next_ts(),
+        });
+        if let Some(item_user) = item_user {
+            event["item_user"] = json!(item_user);
+        }
+        wrap(workspace, event)
     }
 
     /// Sends `payload` to the bot in the background.

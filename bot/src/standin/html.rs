@@ -1,10 +1,13 @@
 //! `GET /`: a plain HTML view of the stand-in's channels and threads, so a person running
-//! `firstline dev` can watch what the bot did (refreshes every 2 s).
+//! `firstline dev` can watch what the bot did (refreshes every 2 s). Block Kit messages show their
+//! headers, sections, fields and context rather than only the fallback text; reactions show with
+//! who added them; metadata shows its `event_type`.
 
 use super::StandInState;
 use super::state::{Author, Message};
 use axum::extract::State;
 use axum::response::Html;
+use serde_json::Value;
 
 /// The page.
 pub async fn page(State(state): State<StandInState>) -> Html<String> {
@@ -12,7 +15,8 @@ pub async fn page(State(state): State<StandInState>) -> Html<String> {
         "<!doctype html><html><head><meta charset=utf-8><meta http-equiv=refresh content=2>\
          <title>Slack stand-in</title><style>body{font-family:sans-serif;max-width:60em;margin:1em auto}\
          .m{margin:.3em 0}.r{margin-left:2em;border-left:3px solid #ccc;padding-left:.5em}\
-         .who{font-weight:bold}.ts{color:#888;font-size:.8em}pre{white-space:pre-wrap;margin:0}</style>\
+         .who{font-weight:bold}.ts{color:#888;font-size:.8em}pre{white-space:pre-wrap;margin:0}\
+         .h{font-weight:bold;font-size:1.1em}.c{color:#666;font-size:.85em}.b{margin:.2em 0}</style>\
          </head><body><h1>Slack stand-in</h1>",
     );
     for (id, name, messages) in state.workspace.channels() {
@@ -43,19 +47,84 @@ fn render(out: &mut String, m: &Message, class: &str) {
         Author::User { user } => user.clone(),
         Author::Bot { username, .. } => format!("{username} (bot)"),
     };
-    let reactions = if m.reactions.is_empty() {
-        String::new()
-    } else {
-        format!(" [:{}:]", m.reactions.join(": :"))
-    };
+    let mut reactions = String::new();
+    for r in &m.reactions {
+        reactions.push_str(&format!(" :{}: by {}", r.name, r.user));
+    }
+    let metadata = m
+        .metadata
+        .as_ref()
+        .and_then(|meta| meta.get("event_type"))
+        .and_then(Value::as_str)
+        .map(|t| format!(" [metadata: {t}]"))
+        .unwrap_or_default();
+    let body = m
+        .blocks
+        .as_ref()
+        .and_then(Value::as_array)
+        .map(|blocks| render_blocks(blocks))
+        .filter(|html| !html.is_empty())
+        .unwrap_or_else(|| format!("<pre>{}</pre>", escape(&m.text)));
     out.push_str(&format!(
-        "<div class='{class}'><span class=who>{}</span> <span class=ts>{}{}{}</span><pre>{}</pre></div>",
+        "<div class='{class}'><span class=who>{}</span> <span class=ts>{}{}{}{}</span>{}</div>",
         escape(&who),
         escape(&m.ts),
         if m.edited { " (edited)" } else { "" },
         escape(&reactions),
-        escape(&m.text)
+        escape(&metadata),
+        body
     ));
+}
+
+/// Block Kit as HTML: headers bold, sections (text and fields) as text, context small, dividers
+/// as rules; other block types are named.
+fn render_blocks(blocks: &[Value]) -> String {
+    let text = |v: &Value| {
+        v.get("text")
+            .and_then(Value::as_str)
+            .map(escape)
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    for block in blocks {
+        match block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "header" => {
+                let t = block.get("text").map(text).unwrap_or_default();
+                out.push_str(&format!("<div class='b h'>{t}</div>"));
+            }
+            "section" => {
+                if let Some(t) = block.get("text").map(text) {
+                    out.push_str(&format!("<pre class=b>{t}</pre>"));
+                }
+                for field in block
+                    .get("fields")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    out.push_str(&format!("<pre class=b>{}</pre>", text(field)));
+                }
+            }
+            "context" => {
+                let parts: Vec<String> = block
+                    .get("elements")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(text)
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                out.push_str(&format!("<div class='b c'>{}</div>", parts.join(" · ")));
+            }
+            "divider" => out.push_str("<hr>"),
+            other => out.push_str(&format!("<div class='b c'>[{} block]</div>", escape(other))),
+        }
+    }
+    out
 }
 
 fn escape(s: &str) -> String {
@@ -63,4 +132,30 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('\'', "&#39;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn blocks_render_readably_and_escaped() {
+        let html = render_blocks(&[
+            json!({"type": "header", "text": {"type": "plain_text", "text": "Checkout <down>"}}),
+            json!({"type": "section", "text": {"type": "mrkdwn", "text": "*Cause*: OOMKilled"},
+                   "fields": [{"type": "mrkdwn", "text": "ns: shop"}]}),
+            json!({"type": "divider"}),
+            json!({"type": "context", "elements": [{"type": "mrkdwn", "text": "E1"}, {"type": "mrkdwn", "text": "E2"}]}),
+            json!({"type": "actions", "elements": []}),
+        ]);
+        assert!(
+            html.contains("<div class='b h'>Checkout &lt;down&gt;</div>"),
+            "{html}"
+        );
+        assert!(html.contains("*Cause*: OOMKilled") && html.contains("ns: shop"));
+        assert!(
+            html.contains("<hr>") && html.contains("E1 · E2") && html.contains("[actions block]")
+        );
+    }
 }

@@ -8,7 +8,8 @@
 //! - `GET /` — an HTML view of channels and threads ([`html`]).
 //!
 //! Every message posted (by the bot, a webhook or a simulated person) is delivered to the bot as
-//! Slack would deliver it ([`delivery`]).
+//! Slack would deliver it ([`delivery`]), blocks and metadata included; so is every reaction
+//! added or removed (`reaction_added` / `reaction_removed`).
 
 pub mod delivery;
 pub mod html;
@@ -59,6 +60,28 @@ impl StandInState {
                 self.deliverer.send(payload);
             }
         }
+    }
+
+    /// Delivers `reaction_added` (or `reaction_removed`) for a reaction already applied.
+    fn publish_reaction(
+        &self,
+        added: bool,
+        channel: &str,
+        ts: &str,
+        name: &str,
+        user: &str,
+        item_user: Option<String>,
+    ) {
+        let payload = Deliverer::reaction_payload(
+            &self.workspace,
+            added,
+            channel,
+            ts,
+            name,
+            user,
+            item_user.as_deref(),
+        );
+        self.deliverer.send(payload);
     }
 }
 
@@ -126,19 +149,54 @@ impl StandIn {
         self.state
             .workspace
             .ensure_channel(channel, &channel.to_lowercase());
-        let message = Message {
-            ts: self.state.workspace.next_ts(),
-            thread_ts: thread_ts.map(str::to_string),
-            author: Author::User {
+        let message = Message::text(
+            self.state.workspace.next_ts(),
+            thread_ts.map(str::to_string),
+            Author::User {
                 user: user.to_string(),
             },
-            text: text.to_string(),
-            reactions: Vec::new(),
-            edited: false,
-        };
+            text.to_string(),
+        );
         let ts = message.ts.clone();
         self.state.publish(channel, message);
         ts
+    }
+
+    /// An integration (Alertmanager's incoming webhook, under `username`) posts `text` at the top
+    /// of `channel`, as the `/webhook/{channel}` endpoint does; returns the message's ts.
+    pub fn integration_posts(&self, channel: &str, username: &str, text: &str) -> String {
+        self.state
+            .workspace
+            .ensure_channel(channel, &channel.to_lowercase());
+        let message = Message::text(
+            self.state.workspace.next_ts(),
+            None,
+            Author::Bot {
+                bot_id: state::ALERTMANAGER_BOT_ID.into(),
+                app_id: state::ALERTMANAGER_APP_ID.into(),
+                user: None,
+                username: username.to_string(),
+            },
+            text.to_string(),
+        );
+        let ts = message.ts.clone();
+        self.state.publish(channel, message);
+        ts
+    }
+
+    /// `user` (a person, or any user id) reacts with `name` to message `ts` in `channel`, and the
+    /// bot gets `reaction_added`, as from Slack. `Err` is Slack's error code.
+    pub fn user_reacts(
+        &self,
+        channel: &str,
+        user: &str,
+        ts: &str,
+        name: &str,
+    ) -> Result<(), &'static str> {
+        let item_user = self.state.workspace.react(channel, ts, name, user)?;
+        self.state
+            .publish_reaction(true, channel, ts, name, user, item_user);
+        Ok(())
     }
 
     /// Every Web API call so far.

@@ -55,12 +55,46 @@ pub struct Message {
     pub thread_ts: Option<String>,
     /// Author.
     pub author: Author,
-    /// Text.
+    /// Text (the fallback, when the message has blocks).
     pub text: String,
-    /// Reaction names.
-    pub reactions: Vec<String>,
+    /// Block Kit blocks, as posted.
+    pub blocks: Option<serde_json::Value>,
+    /// Message metadata (`{"event_type", "event_payload"}`), as posted.
+    pub metadata: Option<serde_json::Value>,
+    /// Reactions, in the order they were added.
+    pub reactions: Vec<Reaction>,
     /// Edited by `chat.update`.
     pub edited: bool,
+}
+
+impl Message {
+    /// A plain-text message by `author` (no blocks, metadata or reactions).
+    pub fn text(ts: String, thread_ts: Option<String>, author: Author, text: String) -> Self {
+        Self {
+            ts,
+            thread_ts,
+            author,
+            text,
+            blocks: None,
+            metadata: None,
+            reactions: Vec::new(),
+            edited: false,
+        }
+    }
+
+    /// Whether anyone reacted with `name`.
+    pub fn has_reaction(&self, name: &str) -> bool {
+        self.reactions.iter().any(|r| r.name == name)
+    }
+}
+
+/// One person's (or bot's) reaction on a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reaction {
+    /// Emoji name, e.g. `white_check_mark`.
+    pub name: String,
+    /// Who reacted (`U…`).
+    pub user: String,
 }
 
 /// One Web API call as received.
@@ -157,29 +191,81 @@ impl Workspace {
         Some(message)
     }
 
-    /// Replaces a message's text; `None` if not found.
-    pub fn update(&self, channel: &str, ts: &str, text: &str) -> Option<Message> {
+    /// Replaces a message's text, and its blocks when `blocks` is given (Slack keeps them
+    /// otherwise); `None` if not found.
+    pub fn update(
+        &self,
+        channel: &str,
+        ts: &str,
+        text: &str,
+        blocks: Option<serde_json::Value>,
+    ) -> Option<Message> {
         let mut channels = lock(&self.channels);
         let (_, messages) = channels.get_mut(channel)?;
         let message = messages.iter_mut().find(|m| m.ts == ts)?;
         message.text = text.to_string();
+        if let Some(blocks) = blocks {
+            message.blocks = blocks
+                .as_array()
+                .is_some_and(|b| !b.is_empty())
+                .then_some(blocks);
+        }
         message.edited = true;
         Some(message.clone())
     }
 
-    /// Adds a reaction: `Err(code)` as Slack would answer.
-    pub fn react(&self, channel: &str, ts: &str, name: &str) -> Result<(), &'static str> {
+    /// `user` adds reaction `name` to message `ts`: `Err(code)` as Slack would answer. `Ok`
+    /// carries the message's author, for the `reaction_added` event's `item_user`.
+    pub fn react(
+        &self,
+        channel: &str,
+        ts: &str,
+        name: &str,
+        user: &str,
+    ) -> Result<Option<String>, &'static str> {
         let mut channels = lock(&self.channels);
         let (_, messages) = channels.get_mut(channel).ok_or("channel_not_found")?;
         let message = messages
             .iter_mut()
             .find(|m| m.ts == ts)
             .ok_or("message_not_found")?;
-        if message.reactions.iter().any(|r| r == name) {
+        if message
+            .reactions
+            .iter()
+            .any(|r| r.name == name && r.user == user)
+        {
             return Err("already_reacted");
         }
-        message.reactions.push(name.to_string());
-        Ok(())
+        message.reactions.push(Reaction {
+            name: name.to_string(),
+            user: user.to_string(),
+        });
+        Ok(author_user(&message.author))
+    }
+
+    /// `user` removes their reaction `name` from message `ts`: `Err("no_reaction")` when they
+    /// had none, as Slack answers.
+    pub fn unreact(
+        &self,
+        channel: &str,
+        ts: &str,
+        name: &str,
+        user: &str,
+    ) -> Result<Option<String>, &'static str> {
+        let mut channels = lock(&self.channels);
+        let (_, messages) = channels.get_mut(channel).ok_or("channel_not_found")?;
+        let message = messages
+            .iter_mut()
+            .find(|m| m.ts == ts)
+            .ok_or("message_not_found")?;
+        let before = message.reactions.len();
+        message
+            .reactions
+            .retain(|r| !(r.name == name && r.user == user));
+        if message.reactions.len() == before {
+            return Err("no_reaction");
+        }
+        Ok(author_user(&message.author))
     }
 
     /// A thread: the parent, then its replies in order.
@@ -224,6 +310,14 @@ impl Workspace {
     /// The queued failure for this call of `method`, if any.
     pub fn take_failure(&self, method: &str) -> Option<Failure> {
         lock(&self.failures).get_mut(method)?.pop_front()
+    }
+}
+
+/// The user id behind a message's author, if it has one.
+fn author_user(author: &Author) -> Option<String> {
+    match author {
+        Author::User { user } => Some(user.clone()),
+        Author::Bot { user, .. } => user.clone(),
     }
 }
 

@@ -1,4 +1,6 @@
-//! The Web API methods Firstline calls, answered the way Slack answers them (`ok`/`error`
+//! The Web API methods Firstline calls (`auth.test`, `chat.postMessage` / `chat.update` with blocks
+//! and metadata, `reactions.add` / `reactions.remove`, `conversations.replies` with a cursor and
+//! `include_all_metadata`), answered the way Slack answers them (`ok`/`error`
 //! envelopes, 429 + `Retry-After` when a test asks for it), each call recorded.
 
 use super::StandInState;
@@ -93,13 +95,9 @@ fn text_of(params: &Map<String, Value>) -> String {
         return text.to_string();
     }
     // Blocks only: join their section texts, as Slack's fallback would show them.
-    let blocks = match params.get("blocks") {
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
-        Some(v) => v.clone(),
-        None => Value::Null,
-    };
-    blocks
-        .as_array()
+    json_param(params, "blocks")
+        .as_ref()
+        .and_then(Value::as_array)
         .map(|bs| {
             bs.iter()
                 .filter_map(|b| b.pointer("/text/text").and_then(Value::as_str))
@@ -107,6 +105,35 @@ fn text_of(params: &Map<String, Value>) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
+}
+
+/// A parameter that is JSON: a value in a JSON body, or a JSON string in a form or query.
+fn json_param(params: &Map<String, Value>, key: &str) -> Option<Value> {
+    match params.get(key)? {
+        Value::String(s) => serde_json::from_str(s).ok(),
+        Value::Null => None,
+        v => Some(v.clone()),
+    }
+}
+
+/// Whether a boolean parameter is set (`true`, `1`, or JSON `true`).
+fn flag(params: &Map<String, Value>, key: &str) -> bool {
+    match params.get(key) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s == "true" || s == "1",
+        Some(Value::Number(n)) => n.as_u64() == Some(1),
+        _ => false,
+    }
+}
+
+/// `blocks` as Slack stores them: a non-empty array, else none.
+fn blocks_param(params: &Map<String, Value>) -> Option<Value> {
+    json_param(params, "blocks").filter(|b| b.as_array().is_some_and(|a| !a.is_empty()))
+}
+
+/// Message metadata as Slack stores it: an object with an `event_type`.
+fn metadata_param(params: &Map<String, Value>) -> Option<Value> {
+    json_param(params, "metadata").filter(|m| m.get("event_type").is_some_and(Value::is_string))
 }
 
 fn str_param<'a>(params: &'a Map<String, Value>, key: &str) -> &'a str {
@@ -129,51 +156,64 @@ fn answer(state: &StandInState, method: &str, params: &Map<String, Value>) -> Va
             let thread_ts = Some(str_param(params, "thread_ts"))
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
-            let message = Message {
-                ts: ws.next_ts(),
+            let mut message = Message::text(
+                ws.next_ts(),
                 thread_ts,
-                author: Author::Bot {
+                Author::Bot {
                     bot_id: BOT_ID.into(),
                     app_id: APP_ID.into(),
                     user: Some(BOT_USER_ID.into()),
                     username: "firstline".into(),
                 },
-                text: text_of(params),
-                reactions: Vec::new(),
-                edited: false,
-            };
+                text_of(params),
+            );
+            message.blocks = blocks_param(params);
+            message.metadata = metadata_param(params);
             state.publish(channel, message.clone());
             json!({"ok": true, "channel": channel, "ts": message.ts,
-                   "message": {"type": "message", "text": message.text, "ts": message.ts,
-                               "user": BOT_USER_ID, "bot_id": BOT_ID}})
+                   "message": message_json(&message, true)})
         }
         "chat.update" => {
             let channel = str_param(params, "channel");
             if !ws.has_channel(channel) {
                 return json!({"ok": false, "error": "channel_not_found"});
             }
-            match ws.update(channel, str_param(params, "ts"), &text_of(params)) {
+            // Blocks given (even empty) replace the old ones; absent, they stay.
+            let blocks = json_param(params, "blocks").filter(Value::is_array);
+            match ws.update(channel, str_param(params, "ts"), &text_of(params), blocks) {
                 Some(m) => json!({"ok": true, "channel": channel, "ts": m.ts, "text": m.text,
-                    "message": {"text": m.text, "user": BOT_USER_ID, "bot_id": BOT_ID}}),
+                    "message": message_json(&m, false)}),
                 None => json!({"ok": false, "error": "message_not_found"}),
             }
         }
-        "reactions.add" => {
-            match ws.react(
+        "reactions.add" | "reactions.remove" => {
+            let (channel, ts, name) = (
                 str_param(params, "channel"),
                 str_param(params, "timestamp"),
                 str_param(params, "name"),
-            ) {
-                Ok(()) => json!({"ok": true}),
+            );
+            if name.is_empty() {
+                return json!({"ok": false, "error": "invalid_name"});
+            }
+            let added = method == "reactions.add";
+            let outcome = if added {
+                ws.react(channel, ts, name, BOT_USER_ID)
+            } else {
+                ws.unreact(channel, ts, name, BOT_USER_ID)
+            };
+            match outcome {
+                Ok(item_user) => {
+                    state.publish_reaction(added, channel, ts, name, BOT_USER_ID, item_user);
+                    json!({"ok": true})
+                }
                 Err(code) => json!({"ok": false, "error": code}),
             }
         }
         "conversations.replies" => {
             match ws.thread(str_param(params, "channel"), str_param(params, "ts")) {
-                Some(messages) if !messages.is_empty() => json!({
-                    "ok": true, "has_more": false,
-                    "messages": messages.iter().map(message_json).collect::<Vec<_>>(),
-                }),
+                Some(messages) if !messages.is_empty() => {
+                    replies_page(&messages, params, flag(params, "include_all_metadata"))
+                }
                 Some(_) => json!({"ok": false, "error": "thread_not_found"}),
                 None => json!({"ok": false, "error": "channel_not_found"}),
             }
@@ -182,10 +222,62 @@ fn answer(state: &StandInState, method: &str, params: &Map<String, Value>) -> Va
     }
 }
 
-fn message_json(m: &Message) -> Value {
+/// One page of a thread: `limit` (default 1000, at most 1000) messages from the `cursor`
+/// (an offset, opaque to callers), with `response_metadata.next_cursor` when more remain.
+fn replies_page(messages: &[Message], params: &Map<String, Value>, metadata: bool) -> Value {
+    let limit = str_param(params, "limit")
+        .parse::<usize>()
+        .ok()
+        .or_else(|| {
+            params
+                .get("limit")
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+        })
+        .filter(|n| *n > 0)
+        .unwrap_or(1000)
+        .min(1000);
+    let start = str_param(params, "cursor")
+        .strip_prefix("standin:")
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(messages.len());
+    let end = (start + limit).min(messages.len());
+    let mut answer = json!({
+        "ok": true,
+        "has_more": end < messages.len(),
+        "messages": messages[start..end].iter().map(|m| message_json(m, metadata)).collect::<Vec<_>>(),
+    });
+    if end < messages.len() {
+        answer["response_metadata"] = json!({"next_cursor": format!("standin:{end}")});
+    }
+    answer
+}
+
+/// A message as the Web API returns it; `metadata` only when asked for.
+fn message_json(m: &Message, metadata: bool) -> Value {
     let mut v = json!({"type": "message", "ts": m.ts, "text": m.text});
     if let Some(t) = &m.thread_ts {
         v["thread_ts"] = json!(t);
+    }
+    if let Some(blocks) = &m.blocks {
+        v["blocks"] = blocks.clone();
+    }
+    if metadata && let Some(meta) = &m.metadata {
+        v["metadata"] = meta.clone();
+    }
+    if !m.reactions.is_empty() {
+        let mut grouped: Vec<(String, Vec<String>)> = Vec::new();
+        for r in &m.reactions {
+            match grouped.iter_mut().find(|(name, _)| *name == r.name) {
+                Some((_, users)) => users.push(r.user.clone()),
+                None => grouped.push((r.name.clone(), vec![r.user.clone()])),
+            }
+        }
+        v["reactions"] = grouped
+            .into_iter()
+            .map(|(name, users)| json!({"name": name, "count": users.len(), "users": users}))
+            .collect();
     }
     match &m.author {
         Author::User { user } => v["user"] = json!(user),
@@ -254,19 +346,17 @@ pub async fn webhook(
         .and_then(Value::as_str)
         .unwrap_or("Alertmanager")
         .to_string();
-    let message = Message {
-        ts: state.workspace.next_ts(),
-        thread_ts: None,
-        author: Author::Bot {
+    let message = Message::text(
+        state.workspace.next_ts(),
+        None,
+        Author::Bot {
             bot_id: ALERTMANAGER_BOT_ID.into(),
             app_id: ALERTMANAGER_APP_ID.into(),
             user: None,
             username,
         },
         text,
-        reactions: Vec::new(),
-        edited: false,
-    };
+    );
     state.workspace.record(Call {
         method: "webhook".into(),
         params: payload,

@@ -1,0 +1,289 @@
+//! `run_graph`: one round of the incident graph, durable step by step (invariant 11).
+//!
+//! After every super-step the graph's checkpoint is stored in `round_checkpoints` and a small
+//! heartbeat (round, step, nodes, checkpoint key — never the state) is recorded. A retried
+//! attempt, on this worker or another, resumes from the last *stored* checkpoint: heartbeat
+//! details lag by up to 0.8 × the heartbeat timeout, the database does not. Tool calls go
+//! through the tool layer's digest cache keyed by thread and round, so the steps a retry does
+//! re-run are served from `tool_cache` without calling a tool twice. A finished checkpoint is
+//! never re-run.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use firstline_graph::Checkpoint;
+use futures::StreamExt;
+use sqlx::PgPool;
+use tracing::Instrument;
+
+use super::RoundError;
+use super::faults;
+use super::types::{GraphHeartbeat, GraphOutcome, RunGraphInput};
+use crate::alert::parse_alert;
+use crate::incident::{
+    AlertInput, GraphOptions, HumanAnswer, IncidentState, RECURSION_LIMIT, build_incident_graph,
+};
+use crate::tools::{CallScope, McpTools};
+
+/// How often a running step re-sends its heartbeat.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// A stored checkpoint of the incident graph.
+pub type IncidentCheckpoint = Checkpoint<IncidentState>;
+
+/// Runs (or resumes) round `input.round` of the thread. `heartbeat` is called once per stored
+/// step; the run stops with [`RoundError::Cancelled`] when `cancelled` resolves.
+pub async fn run_graph<H, F>(
+    pool: &PgPool,
+    tools: &McpTools,
+    options: &GraphOptions,
+    input: &RunGraphInput,
+    heartbeat: H,
+    cancelled: impl Future<Output = ()>,
+) -> Result<GraphOutcome, RoundError>
+where
+    H: Fn(GraphHeartbeat) -> F,
+    F: Future<Output = ()>,
+{
+    let (thread_id, round) = (input.thread_id, input.round);
+    let scope = CallScope::round(&input.thread.kafka_key(), Some(thread_id), round);
+    let source = Arc::new(tools.round(scope));
+    let graph = build_incident_graph(Arc::clone(&source), Some(pool.clone()), options.clone())
+        .map_err(|e| RoundError::Graph(e.to_string()))?;
+
+    let latest = latest_checkpoint(pool, thread_id, round).await?;
+    let (mut steps, resumed_from) = match latest {
+        Some(checkpoint) if checkpoint.step > 0 && checkpoint.is_finished() => {
+            tracing::info!(
+                step = checkpoint.step,
+                "round already ran; not running it again"
+            );
+            return Ok(outcome(checkpoint.step, &checkpoint.state));
+        }
+        Some(checkpoint) if checkpoint.step > 0 => {
+            tracing::info!(
+                step = checkpoint.step,
+                "resuming the round from its checkpoint"
+            );
+            let from = checkpoint.step;
+            (graph.resume_stream(checkpoint, RECURSION_LIMIT), from)
+        }
+        // Step 0 holds the input: start over from it (the tool cache serves repeated calls).
+        Some(checkpoint) => (graph.stream(checkpoint.state, RECURSION_LIMIT), 0),
+        None => {
+            metrics::counter!("firstline_rounds_started_total").increment(1);
+            let state = initial_state(input);
+            store(
+                pool,
+                thread_id,
+                round,
+                &[],
+                &input_checkpoint(state.clone()),
+            )
+            .await?;
+            (graph.stream(state, RECURSION_LIMIT), 0)
+        }
+    };
+
+    tokio::pin!(cancelled);
+    // Heartbeat from the start and while a step runs, not only between steps: a step may take
+    // longer than the heartbeat timeout (the SDK throttles the calls to 0.8 × that timeout).
+    let mut beat = GraphHeartbeat {
+        round,
+        step: step_number(resumed_from),
+        nodes: Vec::new(),
+        checkpoint: format!("{thread_id}/{round}/{resumed_from}"),
+    };
+    heartbeat(beat.clone()).await;
+    let mut ticker = tokio::time::interval(HEARTBEAT_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last: Option<IncidentCheckpoint> = None;
+    let mut step_started = std::time::Instant::now();
+    loop {
+        // `next()` is cancel-safe: the stream keeps its in-flight step between polls.
+        let event = tokio::select! {
+            biased;
+            () = &mut cancelled => return Err(RoundError::Cancelled),
+            _ = ticker.tick() => {
+                heartbeat(beat.clone()).await;
+                continue;
+            }
+            event = steps.next() => event,
+        };
+        let Some(event) = event else { break };
+        match event {
+            Ok(step) => {
+                let span = tracing::info_span!("graph.step", step = step.step, nodes = ?step.ran);
+                let checkpoint = step.checkpoint();
+                metrics::histogram!("firstline_graph_step_seconds", "nodes" => step.ran.join("+"))
+                    .record(step_started.elapsed().as_secs_f64());
+                beat = GraphHeartbeat {
+                    round,
+                    step: step_number(checkpoint.step),
+                    nodes: step.ran.clone(),
+                    checkpoint: format!("{thread_id}/{round}/{}", checkpoint.step),
+                };
+                async {
+                    store(pool, thread_id, round, &step.ran, &checkpoint).await?;
+                    heartbeat(beat.clone()).await;
+                    Ok::<_, RoundError>(())
+                }
+                .instrument(span)
+                .await?;
+                step_started = std::time::Instant::now();
+                last = Some(checkpoint);
+                faults::pause(faults::GRAPH_AFTER_STEP).await;
+            }
+            Err(failed) => {
+                // Keep what the failed step's siblings wrote: the retry re-runs only the failure.
+                if let Some(checkpoint) = failed.checkpoint.as_deref()
+                    && (checkpoint.step > 0 || !checkpoint.pending_writes.is_empty())
+                {
+                    store(pool, thread_id, round, &[], checkpoint).await?;
+                }
+                return Err(RoundError::Graph(failed.error.to_string()));
+            }
+        }
+    }
+    let Some(done) = last else {
+        return Err(RoundError::Graph("the graph ran no step".into()));
+    };
+    let mut result = outcome(done.step, &done.state);
+    result.resumed_from = step_number(resumed_from);
+    Ok(result)
+}
+
+/// The round's input state: the alert, plus what people answered the bot's questions with
+/// where the alert did not say (a namespace, a pod), so a second round can act on the answer.
+pub fn initial_state(input: &RunGraphInput) -> IncidentState {
+    let text = with_answers(&input.alert.text, &input.context.human_answers);
+    IncidentState::new(
+        AlertInput::parse(text, slack_ts_time(&input.alert.ts)),
+        input.context.clone(),
+    )
+}
+
+/// `alert` followed by the `key=value` labels the answers give that the alert lacks.
+fn with_answers(alert: &str, answers: &[HumanAnswer]) -> String {
+    let known = parse_alert(alert).labels;
+    let mut extra = String::new();
+    for answer in answers {
+        for (key, value) in parse_alert(&answer.text).labels {
+            if !known.contains_key(&key) && !extra.contains(&format!("\n{key}=")) {
+                extra.push_str(&format!("\n{key}={value}"));
+            }
+        }
+    }
+    if extra.is_empty() {
+        alert.to_string()
+    } else {
+        format!("{alert}\n{extra}")
+    }
+}
+
+fn slack_ts_time(ts: &str) -> Option<DateTime<Utc>> {
+    let seconds = ts.parse::<f64>().ok()?;
+    Utc.timestamp_millis_opt((seconds * 1000.0) as i64).single()
+}
+
+fn input_checkpoint(state: IncidentState) -> IncidentCheckpoint {
+    Checkpoint {
+        step: 0,
+        state,
+        next: Vec::new(),
+        joins: Vec::new(),
+        pending_writes: Vec::new(),
+    }
+}
+
+fn outcome(steps: usize, state: &IncidentState) -> GraphOutcome {
+    GraphOutcome {
+        grounded: state.grounded(),
+        steps: step_number(steps),
+        resumed_from: 0,
+        tool_calls: state.usage.tool_calls,
+    }
+}
+
+fn step_number(step: usize) -> u32 {
+    u32::try_from(step).unwrap_or(u32::MAX)
+}
+
+/// Stores `checkpoint` as step `checkpoint.step` of the round (replacing a failed attempt's).
+async fn store(
+    pool: &PgPool,
+    thread_id: i64,
+    round: u32,
+    nodes: &[String],
+    checkpoint: &IncidentCheckpoint,
+) -> Result<(), RoundError> {
+    let json = serde_json::to_value(checkpoint).map_err(|error| RoundError::BadCheckpoint {
+        thread_id,
+        round,
+        error,
+    })?;
+    // Step 0 is the input, not a finished run, even though its `next` is empty.
+    let finished = checkpoint.step > 0 && checkpoint.is_finished();
+    sqlx::query(
+        "INSERT INTO round_checkpoints (thread_id, round, step, nodes, checkpoint, finished)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (thread_id, round, step)
+         DO UPDATE SET nodes = EXCLUDED.nodes, checkpoint = EXCLUDED.checkpoint,
+                       finished = EXCLUDED.finished, created_at = now()",
+    )
+    .bind(thread_id)
+    .bind(round as i32)
+    .bind(checkpoint.step as i32)
+    .bind(nodes)
+    .bind(json)
+    .bind(finished)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// The round's last stored checkpoint.
+pub async fn latest_checkpoint(
+    pool: &PgPool,
+    thread_id: i64,
+    round: u32,
+) -> Result<Option<IncidentCheckpoint>, RoundError> {
+    let row: Option<(serde_json::Value,)> = sqlx::query_as(
+        "SELECT checkpoint FROM round_checkpoints
+          WHERE thread_id = $1 AND round = $2 ORDER BY step DESC LIMIT 1",
+    )
+    .bind(thread_id)
+    .bind(round as i32)
+    .fetch_optional(pool)
+    .await?;
+    row.map(|(json,)| {
+        serde_json::from_value(json).map_err(|error| RoundError::BadCheckpoint {
+            thread_id,
+            round,
+            error,
+        })
+    })
+    .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_fill_in_labels_the_alert_lacks_and_never_override_it() {
+        let alert = "[FIRING:1] KubePodCrashLooping\nnamespace=payments";
+        let answers = vec![HumanAnswer {
+            user: "U1".into(),
+            text: "pod=payments-api-6d8f7b9c4-x2x7q namespace=other".into(),
+            ts: "2.0".into(),
+        }];
+        let combined = with_answers(alert, &answers);
+        let target = parse_alert(&combined);
+        assert_eq!(target.namespace.as_deref(), Some("payments"));
+        assert_eq!(target.pod.as_deref(), Some("payments-api-6d8f7b9c4-x2x7q"));
+        assert_eq!(with_answers(alert, &[]), alert);
+    }
+}

@@ -1,0 +1,779 @@
+//! Resolution at ingest: a thread becomes `resolved` — and an `incidents` row remembers it — in
+//! the same transaction that records the message (or reaction) that resolved it.
+//!
+//! Three things resolve an open thread:
+//!
+//! 1. **A resolved-mention**: a person's mention, in the thread, whose text after the
+//!    `<@BOT>` token starts with the word `resolved` (`<@U…> resolved bad ConfigMap, rolled back`);
+//!    the rest is the root cause and the resolution ([`parse_resolved_mention`]).
+//! 2. **A recovery alert**: an alert-classified message marking recovery (Alertmanager
+//!    `[RESOLVED]`, Grafana `[OK]` / `Resolved`, PagerDuty/Datadog `Resolved` / `Recovered`,
+//!    [`is_recovery`]) from the same integration as an open thread's alert in the same channel,
+//!    with the same alertname (and namespace/service when both say) — or posted as a reply in the
+//!    thread itself. A recovery alert is recorded and published, but never wakes a round.
+//! 3. **✅ on the thread's alert**: `reaction_added` with `white_check_mark` by a person (not the
+//!    bot, not a user seen posting as a bot) on the parent alert message ([`check_mark_of`]).
+//!
+//! Resolving an already resolved thread is a no-op (the `UPDATE … WHERE status = 'open'` row lock
+//! serialises concurrent resolutions; `incidents` is `ON CONFLICT (thread_id) DO NOTHING`), which
+//! also makes a redelivered reaction event harmless. The incident is built from the thread's alert
+//! and its latest committed round ([`IncidentDraft::build`]); its embedding is left to the
+//! embedder.
+
+use crate::model::{Incoming, Kind};
+use chrono::{DateTime, Utc};
+use regex::Regex;
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use std::sync::LazyLock;
+
+/// The reaction that resolves a thread (✅).
+pub const CHECK_MARK: &str = "white_check_mark";
+/// Longest incident summary stored.
+pub const MAX_SUMMARY_CHARS: usize = 4_000;
+/// Longest incident title stored.
+pub const MAX_TITLE_CHARS: usize = 300;
+/// Open threads of a channel a recovery alert is compared with (most recent first).
+const MAX_CANDIDATES: i64 = 200;
+/// How far before the thread a reacting user's bot posts are looked for.
+const BOT_LOOKBACK_SECS: i64 = 30 * 24 * 3600;
+
+/// What resolved a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolver {
+    /// A person's resolved-mention; `text` is what followed `resolved` (may be empty).
+    Mention {
+        /// Who.
+        user: String,
+        /// Their root cause / resolution text.
+        text: String,
+    },
+    /// A recovery alert.
+    Recovery {
+        /// The recovery message's ts.
+        ts: String,
+        /// Its first line.
+        first_line: String,
+    },
+    /// ✅ on the thread's alert.
+    CheckMark {
+        /// Who reacted.
+        user: String,
+    },
+}
+
+impl Resolver {
+    /// `mention`, `recovery_alert` or `check_mark` (audit detail, metrics label).
+    pub fn via(&self) -> &'static str {
+        match self {
+            Resolver::Mention { .. } => "mention",
+            Resolver::Recovery { .. } => "recovery_alert",
+            Resolver::CheckMark { .. } => "check_mark",
+        }
+    }
+}
+
+/// A thread this event resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resolved {
+    /// `threads.id`.
+    pub thread_id: i64,
+    /// `incidents.id`, when the row was inserted by this resolution.
+    pub incident_id: Option<i64>,
+}
+
+/// The identifying labels of an alert, parsed simply from its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AlertLabels {
+    /// `alertname` label, else the first word after the `[FIRING…]`-style tag of the title, else
+    /// the title after a `Triggered:`-style prefix.
+    pub alertname: Option<String>,
+    /// `namespace` label.
+    pub namespace: Option<String>,
+    /// `service` label.
+    pub service: Option<String>,
+}
+
+impl AlertLabels {
+    /// Whether a recovery with these labels is about an alert with `firing`'s: same alertname
+    /// (case-insensitive), and same namespace and service where both have one.
+    pub fn same_alert(&self, firing: &AlertLabels) -> bool {
+        let same = |a: &Option<String>, b: &Option<String>| match (a, b) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            _ => true,
+        };
+        self.alertname.is_some()
+            && firing.alertname.is_some()
+            && same(&self.alertname, &firing.alertname)
+            && same(&self.namespace, &firing.namespace)
+            && same(&self.service, &firing.service)
+    }
+}
+
+/// The text after the bot's mention token when it starts with the word `resolved`
+/// (case-insensitive), with separators (`:`, `-`, `,`, …) trimmed; `None` otherwise.
+///
+/// `<@U07F1RSTBOT> resolved: bad ConfigMap rollout` → `Some("bad ConfigMap rollout")`;
+/// `<@U07F1RSTBOT> resolved` → `Some("")`; `<@U07F1RSTBOT> resolvedness?` → `None`. With an empty
+/// `bot_user_id` a leading `<@…>` token is removed.
+pub fn parse_resolved_mention(text: &str, bot_user_id: &str) -> Option<String> {
+    let stripped = if bot_user_id.is_empty() {
+        let t = text.trim_start();
+        match (t.starts_with("<@"), t.find('>')) {
+            (true, Some(end)) => t[end + 1..].to_string(),
+            _ => t.to_string(),
+        }
+    } else {
+        remove_mentions_of(text, bot_user_id)
+    };
+    let rest = stripped.trim_start();
+    let head = rest.get(..8)?;
+    if !head.eq_ignore_ascii_case("resolved") {
+        return None;
+    }
+    let after = &rest[8..];
+    if after
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    {
+        return None;
+    }
+    let cause = after.trim_start_matches(|c: char| {
+        c.is_whitespace() || matches!(c, ':' | '-' | '–' | '—' | ',' | '.' | '!' | ';')
+    });
+    Some(cause.trim().to_string())
+}
+
+/// `text` without `<@BOT>` / `<@BOT|name>` tokens.
+fn remove_mentions_of(text: &str, bot_user_id: &str) -> String {
+    let token = format!("<@{bot_user_id}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(&token) {
+        let after = &rest[start + token.len()..];
+        let end = match after.chars().next() {
+            Some('>') => Some(1),
+            Some('|') => after.find('>').map(|e| e + 1),
+            _ => None,
+        };
+        match end {
+            Some(end) => {
+                out.push_str(&rest[..start]);
+                rest = &after[end..];
+            }
+            None => {
+                out.push_str(&rest[..start + token.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether an alert's text marks recovery: its title starts with `[RESOLVED…]`, `[OK]` or
+/// `[RECOVERED…]`, or with the word `Resolved` / `Recovered` (after emoji and markup), or a label
+/// line says `status: resolved`.
+pub fn is_recovery(text: &str) -> bool {
+    let title = undecorated(first_line(text));
+    let upper = title.to_ascii_uppercase();
+    if ["[RESOLVED", "[OK]", "[RECOVERED"]
+        .iter()
+        .any(|tag| upper.starts_with(tag))
+    {
+        return true;
+    }
+    let word: String = title.chars().take_while(|c| c.is_alphabetic()).collect();
+    if word.eq_ignore_ascii_case("resolved") || word.eq_ignore_ascii_case("recovered") {
+        return true;
+    }
+    labels_in(text).any(|(key, value)| key == "status" && value.eq_ignore_ascii_case("resolved"))
+}
+
+/// The identifying labels of an alert's text (see [`AlertLabels`]).
+pub fn alert_labels(text: &str) -> AlertLabels {
+    let mut labels = AlertLabels::default();
+    for (key, value) in labels_in(text) {
+        let slot = match key.as_str() {
+            "alertname" => &mut labels.alertname,
+            "namespace" => &mut labels.namespace,
+            "service" => &mut labels.service,
+            _ => continue,
+        };
+        if slot.is_none() {
+            *slot = Some(value);
+        }
+    }
+    if labels.alertname.is_none() {
+        labels.alertname = alertname_from_title(undecorated(first_line(text)));
+    }
+    labels
+}
+
+/// `[FIRING:1] KubePodCrashLooping checkout` → `KubePodCrashLooping`; `Triggered: [P1] High CPU`
+/// → `High CPU`.
+fn alertname_from_title(title: &str) -> Option<String> {
+    let rest = if title.starts_with('[') {
+        title.find(']').map(|end| &title[end + 1..])?
+    } else {
+        let word: String = title.chars().take_while(|c| c.is_alphabetic()).collect();
+        let status = [
+            "triggered",
+            "retriggered",
+            "recovered",
+            "resolved",
+            "firing",
+            "alert",
+            "warning",
+            "critical",
+        ];
+        let after = &title[word.len()..];
+        match after.trim_start().strip_prefix(':') {
+            Some(rest) if status.iter().any(|s| word.eq_ignore_ascii_case(s)) => {
+                // Generic: the whole title after the status and any `[P1]`-style tags.
+                let mut rest = rest.trim_start();
+                while rest.starts_with('[') {
+                    match rest.find(']') {
+                        Some(end) => rest = rest[end + 1..].trim_start(),
+                        None => break,
+                    }
+                }
+                let name = rest.trim();
+                return (!name.is_empty()).then(|| name.to_string());
+            }
+            _ => return None,
+        }
+    };
+    let first = rest
+        .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '~' | '`'))
+        .split_whitespace()
+        .next()?
+        .trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')));
+    (!first.is_empty()).then(|| first.to_string())
+}
+
+static LABEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)(?:^|[^A-Za-z0-9_])(alertname|namespace|service|status)[*_`]*\s*[:=]\s*[*_`"']*([A-Za-z0-9][A-Za-z0-9_.:/-]*)"#,
+    )
+    .ok()
+});
+
+/// `key: value` / `key=value` pairs (keys lower-cased) for the labels resolution reads.
+fn labels_in(text: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    LABEL.iter().flat_map(move |re| {
+        re.captures_iter(text).filter_map(|c| {
+            let value = c.get(2)?.as_str().trim_end_matches([':', '.']);
+            Some((c.get(1)?.as_str().to_ascii_lowercase(), value.to_string()))
+        })
+    })
+}
+
+/// The first non-empty line.
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+}
+
+/// `line` without leading markup (`*`, `_`, `~`, `>`), `:emoji:` codes and symbols (✅ 🔥).
+fn undecorated(line: &str) -> &str {
+    let mut s = line;
+    loop {
+        let trimmed = s.trim_start_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '*' | '_' | '~' | '>' | '`') || is_symbol(c)
+        });
+        let without_emoji = trimmed
+            .strip_prefix(':')
+            .and_then(|r| {
+                let end = r.find(':')?;
+                let code = &r[..end];
+                (!code.is_empty()
+                    && code.len() <= 40
+                    && code
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+')))
+                .then(|| &r[end + 1..])
+            })
+            .unwrap_or(trimmed);
+        if without_emoji.len() == s.len() {
+            return s;
+        }
+        s = without_emoji;
+    }
+}
+
+fn is_symbol(c: char) -> bool {
+    !c.is_ascii() && !c.is_alphanumeric()
+}
+
+/// The text resolution reads from a message: its `text`, then its attachments' pretext, title,
+/// text and fields (`title: value`), as integrations like Alertmanager put the alert there.
+pub fn alert_text(text: &str, raw: &Value) -> String {
+    let event = raw.get("event").unwrap_or(raw);
+    let mut out = text.to_string();
+    let mut push = |part: &str| {
+        if !part.trim().is_empty() && !out.contains(part) {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(part);
+        }
+    };
+    for attachment in event
+        .get("attachments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |key: &str| attachment.get(key).and_then(Value::as_str).unwrap_or("");
+        for key in ["pretext", "title", "text"] {
+            push(field(key));
+        }
+        for f in attachment
+            .get("fields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let title = f.get("title").and_then(Value::as_str).unwrap_or("");
+            let value = f.get("value").and_then(Value::as_str).unwrap_or("");
+            if !value.is_empty() {
+                push(&format!("{title}: {value}"));
+            }
+        }
+        if ["pretext", "title", "text"]
+            .iter()
+            .all(|k| field(k).is_empty())
+        {
+            push(field("fallback"));
+        }
+    }
+    out
+}
+
+/// Whether `message` is a recovery alert (an alert whose text marks recovery). Such a message is
+/// recorded and published but never wakes a round.
+pub fn is_recovery_alert(message: &Incoming) -> bool {
+    message.kind == Kind::Alert && is_recovery(&alert_text(&message.text, &message.raw))
+}
+
+/// Resolves what `message` (just inserted into thread `thread_id`, inside `conn`'s transaction)
+/// resolves: its own thread for a resolved-mention in a thread, or the matching open thread for a
+/// recovery alert. `None` when it resolves nothing.
+pub async fn on_message(
+    conn: &mut PgConnection,
+    message: &Incoming,
+    thread_id: i64,
+    bot_user_id: &str,
+) -> Result<Option<Resolved>, sqlx::Error> {
+    let is_reply = message
+        .thread_ts
+        .as_deref()
+        .is_some_and(|t| t != message.ts);
+    match message.kind {
+        Kind::Mention if is_reply => {
+            let Some(text) = parse_resolved_mention(&message.text, bot_user_id) else {
+                return Ok(None);
+            };
+            let by = Resolver::Mention {
+                user: message.user_id.clone().unwrap_or_default(),
+                text,
+            };
+            resolve_thread(conn, thread_id, &by, message.event_id.as_deref()).await
+        }
+        Kind::Alert => {
+            let text = alert_text(&message.text, &message.raw);
+            if !is_recovery(&text) {
+                return Ok(None);
+            }
+            let labels = alert_labels(&text);
+            let target = if is_reply {
+                reply_target(conn, thread_id, &labels).await?
+            } else {
+                matching_open_thread(conn, message, &labels, thread_id).await?
+            };
+            let Some(target) = target else {
+                tracing::debug!(alertname = ?labels.alertname, "recovery alert matches no open thread");
+                return Ok(None);
+            };
+            let by = Resolver::Recovery {
+                ts: message.ts.clone(),
+                first_line: first_line(&text).to_string(),
+            };
+            resolve_thread(conn, target, &by, message.event_id.as_deref()).await
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The thread a recovery posted as a reply resolves: its own, unless its alert has a different
+/// alertname (compared on the first word).
+async fn reply_target(
+    conn: &mut PgConnection,
+    thread_id: i64,
+    labels: &AlertLabels,
+) -> Result<Option<i64>, sqlx::Error> {
+    let alert: Option<(String, Value)> = sqlx::query_as(
+        "SELECT m.text, m.raw FROM threads t
+         JOIN messages m ON m.thread_id = t.id AND m.channel_id = t.channel_id
+                        AND m.ts = t.thread_ts AND m.kind = 'alert'
+         WHERE t.id = $1",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let compatible = match alert {
+        Some((text, raw)) => {
+            let firing = alert_labels(&alert_text(&text, &raw));
+            // In the thread itself, formats may differ (`[FIRING:1] X svc` vs `Resolved: X svc`):
+            // the first words agreeing is enough.
+            let first_word = |s: &String| s.split_whitespace().next().unwrap_or("").to_string();
+            match (&labels.alertname, &firing.alertname) {
+                (Some(a), Some(b)) => first_word(a).eq_ignore_ascii_case(&first_word(b)),
+                _ => true,
+            }
+        }
+        None => true,
+    };
+    Ok(compatible.then_some(thread_id))
+}
+
+/// The most recent open thread of the channel whose parent alert came from the same integration
+/// as `recovery`, is not itself a recovery, and is the same alert.
+async fn matching_open_thread(
+    conn: &mut PgConnection,
+    recovery: &Incoming,
+    labels: &AlertLabels,
+    own_thread: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    if labels.alertname.is_none() {
+        return Ok(None);
+    }
+    type Candidate = (
+        i64,
+        String,
+        Value,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let candidates: Vec<Candidate> = sqlx::query_as(
+        "SELECT t.id, m.text, m.raw, m.user_id, m.bot_id, m.app_id, m.username
+         FROM threads t
+         JOIN messages m ON m.thread_id = t.id AND m.channel_id = t.channel_id
+                        AND m.ts = t.thread_ts AND m.kind = 'alert'
+         WHERE t.team_id = $1 AND t.channel_id = $2 AND t.status = 'open' AND t.id <> $3
+         ORDER BY t.thread_ts DESC
+         LIMIT $4",
+    )
+    .bind(&recovery.thread.team_id)
+    .bind(&recovery.thread.channel_id)
+    .bind(own_thread)
+    .bind(MAX_CANDIDATES)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(candidates
+        .into_iter()
+        .find(|(_, text, raw, user_id, bot_id, app_id, username)| {
+            let same_sender = |a: &Option<String>, b: &Option<String>, ci: bool| match (a, b) {
+                (Some(a), Some(b)) => {
+                    if ci {
+                        a.eq_ignore_ascii_case(b)
+                    } else {
+                        a == b
+                    }
+                }
+                _ => false,
+            };
+            let same_integration = same_sender(&recovery.bot_id, bot_id, false)
+                || same_sender(&recovery.app_id, app_id, false)
+                || same_sender(&recovery.username, username, true)
+                || (recovery.bot_id.is_none() && same_sender(&recovery.user_id, user_id, false));
+            let firing = alert_text(text, raw);
+            same_integration && !is_recovery(&firing) && labels.same_alert(&alert_labels(&firing))
+        })
+        .map(|c| c.0))
+}
+
+/// A ✅ reaction on a message, from a `reaction_added` payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckMark {
+    /// Slack's event id.
+    pub event_id: Option<String>,
+    /// Workspace.
+    pub team_id: String,
+    /// Channel of the message reacted to.
+    pub channel: String,
+    /// ts of the message reacted to.
+    pub ts: String,
+    /// Who reacted.
+    pub user: String,
+}
+
+/// The ✅ in `payload` when it is an `event_callback` whose event is `reaction_added` with
+/// `white_check_mark` on a message; `None` for anything else.
+pub fn check_mark_of(payload: &Value) -> Option<CheckMark> {
+    let s = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    if s(payload, "type").as_deref() != Some("event_callback") {
+        return None;
+    }
+    let event = payload.get("event")?;
+    if s(event, "type").as_deref() != Some("reaction_added")
+        || s(event, "reaction").as_deref() != Some(CHECK_MARK)
+    {
+        return None;
+    }
+    let item = event.get("item")?;
+    if s(item, "type").as_deref() != Some("message") {
+        return None;
+    }
+    Some(CheckMark {
+        event_id: s(payload, "event_id"),
+        team_id: s(payload, "team_id")
+            .or_else(|| s(event, "team"))
+            .unwrap_or_default(),
+        channel: s(item, "channel")?,
+        ts: s(item, "ts")?,
+        user: s(event, "user")?,
+    })
+}
+
+/// Resolves the thread whose parent alert got `reaction`, in one transaction, unless the reactor
+/// is the bot (`bot_user_id`), a bot id, or a user seen posting as a bot in the channel.
+pub async fn resolve_by_check_mark(
+    pool: &PgPool,
+    reaction: &CheckMark,
+    bot_user_id: &str,
+) -> Result<Option<Resolved>, sqlx::Error> {
+    if reaction.user == bot_user_id || reaction.user.starts_with('B') {
+        return Ok(None);
+    }
+    let mut tx = pool.begin().await?;
+    let thread_id: Option<i64> = sqlx::query_scalar(
+        "SELECT t.id FROM threads t
+         JOIN messages m ON m.thread_id = t.id AND m.channel_id = t.channel_id
+                        AND m.ts = t.thread_ts AND m.kind = 'alert'
+         WHERE t.team_id = $1 AND t.channel_id = $2 AND t.thread_ts = $3",
+    )
+    .bind(&reaction.team_id)
+    .bind(&reaction.channel)
+    .bind(&reaction.ts)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(thread_id) = thread_id else {
+        return Ok(None);
+    };
+    let since = reaction
+        .ts
+        .split('.')
+        .next()
+        .and_then(|s| s.parse::<i64>().ok())
+        .map_or(0, |secs| (secs - BOT_LOOKBACK_SECS).max(0))
+        .to_string();
+    let is_bot: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM messages
+                        WHERE channel_id = $1 AND ts >= $2 AND user_id = $3
+                          AND (bot_id IS NOT NULL OR kind = 'bot_echo'))",
+    )
+    .bind(&reaction.channel)
+    .bind(&since)
+    .bind(&reaction.user)
+    .fetch_one(&mut *tx)
+    .await?;
+    if is_bot {
+        return Ok(None);
+    }
+    let by = Resolver::CheckMark {
+        user: reaction.user.clone(),
+    };
+    let resolved = resolve_thread(&mut tx, thread_id, &by, reaction.event_id.as_deref()).await?;
+    tx.commit().await?;
+    Ok(resolved)
+}
+
+/// Marks thread `thread_id` resolved (if open) and inserts its incident, in `conn`'s transaction.
+/// `None` when it was already resolved.
+pub async fn resolve_thread(
+    conn: &mut PgConnection,
+    thread_id: i64,
+    by: &Resolver,
+    event_id: Option<&str>,
+) -> Result<Option<Resolved>, sqlx::Error> {
+    let updated: Option<(String, String, String, DateTime<Utc>)> = sqlx::query_as(
+        "UPDATE threads SET status = 'resolved', resolved_at = now(), last_activity_at = now()
+         WHERE id = $1 AND status = 'open'
+         RETURNING team_id, channel_id, thread_ts, resolved_at",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((team_id, channel_id, thread_ts, resolved_at)) = updated else {
+        return Ok(None);
+    };
+    // The thread's alert: its parent when that is an alert, else its first alert, else its
+    // first message.
+    let alert: Option<(String, Value)> = sqlx::query_as(
+        "SELECT text, raw FROM messages
+         WHERE thread_id = $1 AND kind IN ('alert', 'mention', 'chatter')
+         ORDER BY (kind = 'alert' AND ts = $2) DESC, (kind = 'alert') DESC, ts
+         LIMIT 1",
+    )
+    .bind(thread_id)
+    .bind(&thread_ts)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let latest: Option<Value> = sqlx::query_scalar(
+        "SELECT result FROM rounds WHERE thread_id = $1 ORDER BY number DESC LIMIT 1",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let grounded: Option<Value> = sqlx::query_scalar(
+        "SELECT result FROM rounds WHERE thread_id = $1 AND grounded
+         ORDER BY number DESC LIMIT 1",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let alert_text = alert.map(|(text, raw)| alert_text(&text, &raw));
+    let draft = IncidentDraft::build(
+        alert_text.as_deref(),
+        latest.as_ref(),
+        grounded.as_ref(),
+        by,
+    );
+    let incident_id: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO incidents (thread_id, team_id, alertname, service, namespace, title,
+                                summary, root_cause, resolution, resolved_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (thread_id) DO NOTHING
+         RETURNING id",
+    )
+    .bind(thread_id)
+    .bind(&team_id)
+    .bind(&draft.labels.alertname)
+    .bind(&draft.labels.service)
+    .bind(&draft.labels.namespace)
+    .bind(&draft.title)
+    .bind(&draft.summary)
+    .bind(&draft.root_cause)
+    .bind(&draft.resolution)
+    .bind(resolved_at)
+    .fetch_optional(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO audit (thread_id, actor, action, target, outcome, detail)
+         VALUES ($1, 'bot', 'resolve', $2, 'ok', $3)",
+    )
+    .bind(thread_id)
+    .bind(&channel_id)
+    .bind(json!({
+        "via": by.via(),
+        "event_id": event_id,
+        "thread_ts": thread_ts,
+        "incident_id": incident_id,
+    }))
+    .execute(&mut *conn)
+    .await?;
+    metrics::counter!(crate::telemetry::RESOLUTIONS, "via" => by.via()).increment(1);
+    tracing::info!(thread_id, via = by.via(), ?incident_id, "thread resolved");
+    Ok(Some(Resolved {
+        thread_id,
+        incident_id,
+    }))
+}
+
+/// The `incidents` row a resolution writes (without ids and times).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncidentDraft {
+    /// alertname / namespace / service of the thread's alert.
+    pub labels: AlertLabels,
+    /// The alert's first line, else the latest report's headline.
+    pub title: String,
+    /// The latest round's text, else the alert's text (≤ [`MAX_SUMMARY_CHARS`]).
+    pub summary: String,
+    /// The person's text (resolved-mention), else the latest grounded round's first cause.
+    pub root_cause: String,
+    /// How it was resolved.
+    pub resolution: String,
+}
+
+impl IncidentDraft {
+    /// Builds the incident from the thread's alert text, its latest round's `result`, its latest
+    /// grounded round's `result`, and what resolved it.
+    pub fn build(
+        alert: Option<&str>,
+        latest_round: Option<&Value>,
+        grounded_round: Option<&Value>,
+        by: &Resolver,
+    ) -> Self {
+        let headline = nonempty(
+            latest_round.and_then(|r| r.pointer("/report/headline").and_then(Value::as_str)),
+        );
+        let title = nonempty(alert.map(first_line))
+            .or(headline)
+            .unwrap_or("(untitled thread)");
+        let summary = nonempty(latest_round.and_then(|r| r.get("text").and_then(Value::as_str)))
+            .or_else(|| nonempty(alert))
+            .unwrap_or_default();
+        let cause = nonempty(grounded_round.and_then(|r| {
+            r.pointer("/report/causes/0/statement")
+                .and_then(Value::as_str)
+        }));
+        let (root_cause, resolution) = match by {
+            Resolver::Mention { user, text } => {
+                let text = nonempty(Some(text));
+                (
+                    text.or(cause)
+                        .unwrap_or("unknown (resolved by mention)")
+                        .to_string(),
+                    text.map_or_else(|| format!("resolved by <@{user}>"), str::to_string),
+                )
+            }
+            Resolver::Recovery { first_line, .. } => (
+                cause
+                    .unwrap_or("unknown (resolved by recovery alert)")
+                    .to_string(),
+                format!("recovery alert: {first_line}"),
+            ),
+            Resolver::CheckMark { user } => (
+                cause.unwrap_or("(resolved by ✅)").to_string(),
+                format!("marked resolved with ✅ by <@{user}>"),
+            ),
+        };
+        Self {
+            labels: alert.map(alert_labels).unwrap_or_default(),
+            title: cut(title, MAX_TITLE_CHARS),
+            summary: cut(summary, MAX_SUMMARY_CHARS),
+            root_cause,
+            resolution,
+        }
+    }
+}
+
+/// `s` trimmed, unless it is empty.
+fn nonempty(s: Option<&str>) -> Option<&str> {
+    s.map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// `s` cut to `max` characters, with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests;

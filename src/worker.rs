@@ -1,0 +1,39 @@
+//! `firstline worker`: the round worker process (issue 6, `workflows/`). Applies pending
+//! migrations, then polls the task queue until SIGTERM or Ctrl-C, and shuts down gracefully:
+//! in-flight activities get `worker.shutdown_grace_secs` to finish before they are handed back.
+//! `FAILPOINTS` (fault injection for the crash tests) is read once here.
+
+use firstline_config::Settings;
+use std::process::ExitCode;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
+    let _faults = fail::FailScenario::setup();
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let pool = firstline_store::connect(&settings.database).await?;
+    firstline_store::migrate(&pool, &settings.database.url).await?;
+    pool.close().await;
+    let cancel = CancellationToken::new();
+    let worker = firstline_workflows::start_worker(&settings, cancel.clone()).await?;
+    println!("worker    http://{}/healthz", worker.http_addr);
+    println!("worker    task queue {}", settings.temporal.task_queue);
+    let run = worker.run();
+    tokio::pin!(run);
+    tokio::select! {
+        result = &mut run => {
+            result?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    eprintln!("stopping…");
+    cancel.cancel();
+    run.await?;
+    Ok(ExitCode::SUCCESS)
+}

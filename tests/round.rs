@@ -1,0 +1,248 @@
+//! End to end: a Slack alert to a reply in its thread through the whole stack — the Slack
+//! stand-in, the bot, Postgres, Temporal, `firstline worker` processes, the incident graph and
+//! the lab MCP server (issue 6). Includes workers killed with SIGKILL at three points.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::round_app::{BOT_USER, RoundApp, test_settings};
+
+const CRASHLOOP: &str = "crashloop-config-exit-78";
+const ROUND: Duration = Duration::from_secs(90);
+
+fn mention(text: &str) -> String {
+    format!("<@{BOT_USER}> {text}")
+}
+
+/// The scenario's expectation block holds for `text`.
+fn assert_expected(app: &RoundApp, text: &str) {
+    let expect = &app.scenario.spec.expect;
+    for alternatives in &expect.must_mention {
+        assert!(
+            alternatives.iter().any(|word| text.contains(word.as_str())),
+            "none of {alternatives:?} in the reply:\n{text}"
+        );
+    }
+    for banned in &expect.must_not_mention {
+        assert!(
+            !text.contains(banned.as_str()),
+            "`{banned}` in the reply:\n{text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_alert_gets_one_grounded_summary_in_its_thread_and_chatter_wakes_nothing() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    let alert = app.post_alert(None).await;
+
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert_eq!(rounds.len(), 1);
+    assert!(rounds[0].grounded, "{rounds:?}");
+    let text = rounds[0].text.clone().unwrap_or_default();
+    assert_expected(&app, &text);
+    let outcome = app.run_outcome(&alert, ROUND).await;
+    assert_eq!(outcome["outcome"], "answered", "{outcome}");
+
+    // Posted once, as Block Kit with the round's metadata, and the alert got ✅.
+    let replies = app.bot_replies(&alert);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    let blocks = replies[0].blocks.clone().unwrap_or(Value::Null);
+    assert!(blocks.as_array().is_some_and(|b| b.len() >= 2), "{blocks}");
+    assert!(blocks.to_string().contains("PAYMENT_MODE"), "{blocks}");
+    assert_eq!(
+        replies[0]
+            .metadata
+            .as_ref()
+            .map(|m| m["event_type"].clone()),
+        Some(Value::from("firstline_round"))
+    );
+    let thread = app
+        .slack
+        .workspace()
+        .thread(&app.channel, &alert)
+        .unwrap_or_default();
+    let parent = thread.iter().find(|m| m.ts == alert).expect("the alert");
+    assert!(
+        parent
+            .reactions
+            .iter()
+            .any(|r| r.name == "white_check_mark"),
+        "{:?}",
+        parent.reactions
+    );
+
+    // Committed with its evidence and supported claims.
+    assert!(app.count("SELECT count(*) FROM evidence").await >= 3);
+    let claims = app.count("SELECT count(*) FROM claims").await;
+    assert!(claims >= 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM claims WHERE supported")
+            .await,
+        claims
+    );
+
+    // The bot's own reply came back as an event and was recorded as a bot echo; chatter is
+    // recorded too. Neither wakes a round.
+    app.say(&alert, "looking at the configmap now").await;
+    firstline_testkit::wait_for("the reply's echo", Duration::from_secs(10), || async {
+        (app.count("SELECT count(*) FROM messages WHERE kind = 'bot_echo'")
+            .await
+            >= 1)
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE kind = 'wake'")
+            .await,
+        1
+    );
+    assert_eq!(app.rounds(&alert).await.len(), 1);
+    assert_eq!(app.run_count(&alert).await, 1);
+    assert_eq!(app.bot_replies(&alert).len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn questions_then_the_answer_gives_a_grounded_second_round() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    // An alert that does not say which pod.
+    let alert = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
+        ))
+        .await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(!rounds[0].grounded, "{rounds:?}");
+    let asked = app.bot_replies(&alert);
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].text.contains('?'), "{}", asked[0].text);
+
+    let answer = "it's this one:\nnamespace=payments\npod=payments-api-6d8f7b9c4-x2x7q";
+    app.say(&alert, &mention(answer)).await;
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    assert_eq!(rounds.len(), 2);
+    assert!(rounds[1].grounded, "{rounds:?}");
+    assert_expected(&app, rounds[1].text.as_deref().unwrap_or_default());
+    assert_eq!(
+        rounds[0].run_id, rounds[1].run_id,
+        "the waiting run took the mention"
+    );
+
+    // Round 2 saw the answer, round 1's questions and its summary.
+    let input = app.round_input(&alert, 2).await;
+    let answers = input["context"]["human_answers"].to_string();
+    assert!(answers.contains("namespace=payments"), "{answers}");
+    assert_eq!(
+        input["context"]["earlier_rounds"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(app.bot_replies(&alert).len(), 2);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a_new_run() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    // The first graph step of the first round pauses for 4 s: mentions land while it runs.
+    app.start_worker(Some("round.graph.after_step=1*return(4000)"))
+        .await;
+    let alert = app.post_alert(None).await;
+    firstline_testkit::wait_for("round 1's first step", ROUND, || async {
+        (app.count("SELECT count(*) FROM round_checkpoints WHERE round = 1 AND step = 1")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    for text in ["is it the deploy?", "any update?", "ping"] {
+        app.say(&alert, &mention(text)).await;
+    }
+    assert_eq!(
+        app.run_count(&alert).await,
+        1,
+        "three mentions signalled the open run"
+    );
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    let outcome = app.run_outcome(&alert, ROUND).await;
+    assert_eq!(
+        outcome,
+        serde_json::json!({"outcome": "answered", "rounds_run": 2})
+    );
+    let rounds_after = app.rounds(&alert).await;
+    assert_eq!(
+        rounds_after.len(),
+        2,
+        "exactly one more round: {rounds_after:?}"
+    );
+    assert_eq!(rounds[0].run_id, rounds[1].run_id);
+
+    // After the run closed, a mention starts a new run that rebuilds the thread from Postgres.
+    app.say(&alert, &mention("and now?")).await;
+    let rounds = app.wait_rounds(&alert, 3, ROUND).await;
+    assert_ne!(rounds[2].run_id, rounds[1].run_id);
+    assert_eq!(app.run_count(&alert).await, 2);
+    let input = app.round_input(&alert, 3).await;
+    assert_eq!(
+        input["context"]["earlier_rounds"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let conversation = input["context"]["conversation"].to_string();
+    assert!(conversation.contains("is it the deploy?"), "{conversation}");
+    assert_eq!(app.bot_replies(&alert).len(), 3);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn guards_resolved_max_rounds_and_age_stop_a_round_before_it_starts() {
+    let mut settings = test_settings();
+    settings.round.max_rounds = 1;
+    settings.round.max_thread_age_secs = 3600;
+    let mut app = RoundApp::spawn(CRASHLOOP, settings).await;
+
+    // Resolved before any worker ran: the queued run finds the thread resolved.
+    let resolved = app.post_alert(None).await;
+    app.say(
+        &resolved,
+        &mention("resolved bad PAYMENT_MODE rollout, rolled back"),
+    )
+    .await;
+    app.start_worker(None).await;
+    let outcome = app.run_outcome(&resolved, ROUND).await;
+    assert_eq!(outcome["guard"]["guard"], "resolved", "{outcome}");
+    assert!(app.rounds(&resolved).await.is_empty());
+
+    // One round allowed: the second mention's run stops at the guard.
+    let alert = app.post_alert(None).await;
+    app.wait_rounds(&alert, 1, ROUND).await;
+    assert_eq!(app.run_outcome(&alert, ROUND).await["outcome"], "answered");
+    app.say(&alert, &mention("again please")).await;
+    firstline_testkit::wait_for("a second run", ROUND, || async {
+        (app.run_count(&alert).await == 2).then_some(())
+    })
+    .await;
+    let outcome = app.run_outcome(&alert, ROUND).await;
+    assert_eq!(outcome["guard"]["guard"], "max_rounds", "{outcome}");
+    assert_eq!(app.rounds(&alert).await.len(), 1);
+
+    // A mention in a thread older than round.max_thread_age_secs (2 h > 1 h).
+    let old_ts = format!("{}.000100", chrono::Utc::now().timestamp() - 7200);
+    let ts = app.slack.user_says(
+        &app.channel,
+        support::round_app::ONCALL,
+        &mention("still broken?"),
+        Some(&old_ts),
+    );
+    let _ = ts;
+    let outcome = app.run_outcome(&old_ts, ROUND).await;
+    assert_eq!(outcome["guard"]["guard"], "too_old", "{outcome}");
+    assert!(app.rounds(&old_ts).await.is_empty());
+    assert!(app.bot_replies(&old_ts).is_empty());
+    assert_eq!(app.bot_replies(&resolved).len(), 0);
+    app.stop().await;
+}

@@ -1,0 +1,434 @@
+//! `RoundApp`: the whole round path for one test, on real engines — its own database and task
+//! queue on the shared Postgres and Temporal, a Slack stand-in, the bot (in-process), the lab MCP
+//! server serving a scenario, and `firstline worker` *processes* (so a test can `kill -9` one).
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use firstline_bot::standin::{StandIn, StandInConfig};
+use firstline_config::{SecretString, Settings};
+use firstline_lab::scenario::Scenario;
+use firstline_lab::server::LabHandle;
+use firstline_testkit::TestDb;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+pub const SECRET: &str = "round-test-signing-secret";
+pub const TOKEN: &str = "xoxb-round-test";
+pub const BOT_USER: &str = "U07F1RSTBOT";
+pub const ONCALL: &str = "U07ONCALL01";
+
+/// Round limits for tests: quick retries and heartbeats so a killed worker's round moves on in
+/// seconds; the rest are the defaults unless a test changes them.
+pub fn test_settings() -> Settings {
+    let mut s = Settings::default();
+    s.round.run_graph_heartbeat_secs = 2;
+    s.round.run_graph_timeout_secs = 120;
+    s.round.activity_timeout_secs = 20;
+    s.round.retry_initial_ms = 300;
+    s.round.retry_max_secs = 2;
+    s.round.activity_attempts = 5;
+    s
+}
+
+pub struct RoundApp {
+    pub db: TestDb,
+    pub slack: StandIn,
+    pub lab: LabHandle,
+    pub scenario: Scenario,
+    pub settings: Settings,
+    /// The test's own channel (workflow ids are global on the shared Temporal server).
+    pub channel: String,
+    bot: Option<firstline_bot::Running>,
+    workers: Vec<Child>,
+    dir: tempfile::TempDir,
+    cancel: CancellationToken,
+}
+
+impl RoundApp {
+    /// Everything but the workers, serving lab scenario `scenario` (its alert fired just now).
+    pub async fn spawn(scenario: &str, settings: Settings) -> Self {
+        Self::spawn_at(scenario, settings, chrono::Utc::now()).await
+    }
+
+    /// Like [`RoundApp::spawn`], with the scenario's alert fired at `at`: two apps with the same
+    /// `at` serve identical worlds.
+    pub async fn spawn_at(
+        scenario: &str,
+        mut settings: Settings,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Self {
+        let root = firstline_testkit::workspace_root();
+        let scenario = Scenario::load_at(&root.join("lab/scenarios").join(scenario), at)
+            .unwrap_or_else(|e| panic!("loading scenario {scenario}: {e}"));
+        let lab =
+            firstline_lab::server::serve_http(scenario.clone(), "127.0.0.1:0".parse().unwrap())
+                .await
+                .expect("lab MCP server");
+        let cancel = CancellationToken::new();
+        let slack = StandIn::start(
+            StandInConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                signing_secret: SECRET.into(),
+                events_url: None,
+                retry_delay: Duration::from_millis(200),
+            },
+            cancel.child_token(),
+        )
+        .await
+        .expect("Slack stand-in");
+        let channel = unique_channel();
+        slack.workspace().ensure_channel(&channel, "incidents");
+
+        let db = firstline_testkit::test_db().await;
+        let stack = firstline_testkit::stack();
+        settings.database.url = db.url.clone();
+        settings.database.max_connections = 8;
+        settings.temporal.address = stack.temporal_address.clone();
+        settings.temporal.task_queue = firstline_testkit::unique_name("fl-round");
+        settings.kafka.brokers = stack.kafka_brokers.clone();
+        settings.kafka.topic = firstline_testkit::unique_name("fl-round-messages");
+        settings.slack.signing_secret = SecretString::new(SECRET);
+        settings.slack.bot_token = SecretString::new(TOKEN);
+        settings.slack.api_url = slack.api_url();
+        settings.slack.bot_user_id = BOT_USER.into();
+        settings.bot.listen = "127.0.0.1:0".into();
+        settings.bot.relay_poll_ms = 50;
+        settings.bot.relay_backoff_initial_ms = 100;
+        settings.bot.relay_backoff_max_secs = 2;
+        settings.worker.listen = "127.0.0.1:0".into();
+
+        let bot = firstline_bot::start(&settings, firstline_bot::Parts::ALL, cancel.child_token())
+            .await
+            .expect("starting the bot");
+        let events = bot.http_addr.map(|a| format!("http://{a}/slack/events"));
+        slack.set_events_url(events);
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("firstline.toml"),
+            format!(
+                "[[mcp.servers]]\nname = \"lab\"\nurl = \"{}\"\nprofile = \"lab\"\n",
+                lab.mcp_url()
+            ),
+        )
+        .expect("writing the worker's configuration");
+        Self {
+            db,
+            slack,
+            lab,
+            scenario,
+            settings,
+            channel,
+            bot: Some(bot),
+            workers: Vec::new(),
+            dir,
+            cancel,
+        }
+    }
+
+    /// Starts a `firstline worker` process (with `FAILPOINTS` when given) and waits until it
+    /// polls. Returns its index.
+    pub async fn start_worker(&mut self, failpoints: Option<&str>) -> usize {
+        let s = &self.settings;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_firstline"));
+        command
+            .arg("worker")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FIRSTLINE_CONFIG", self.config_path())
+            .env("FIRSTLINE_DATABASE__URL", s.database.url.expose())
+            .env("FIRSTLINE_TEMPORAL__ADDRESS", &s.temporal.address)
+            .env("FIRSTLINE_TEMPORAL__TASK_QUEUE", &s.temporal.task_queue)
+            .env("FIRSTLINE_SLACK__API_URL", &s.slack.api_url)
+            .env("FIRSTLINE_SLACK__BOT_TOKEN", TOKEN)
+            .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0")
+            .env("FIRSTLINE_LOG__FILTER", "warn,firstline=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let r = &s.round;
+        for (key, value) in [
+            ("MAX_ROUNDS", r.max_rounds.to_string()),
+            ("MAX_THREAD_AGE_SECS", r.max_thread_age_secs.to_string()),
+            ("IDLE_TIMEOUT_SECS", r.idle_timeout_secs.to_string()),
+            (
+                "RUN_GRAPH_TIMEOUT_SECS",
+                r.run_graph_timeout_secs.to_string(),
+            ),
+            (
+                "RUN_GRAPH_HEARTBEAT_SECS",
+                r.run_graph_heartbeat_secs.to_string(),
+            ),
+            ("ACTIVITY_TIMEOUT_SECS", r.activity_timeout_secs.to_string()),
+            ("ACTIVITY_ATTEMPTS", r.activity_attempts.to_string()),
+            ("RETRY_INITIAL_MS", r.retry_initial_ms.to_string()),
+            ("RETRY_MAX_SECS", r.retry_max_secs.to_string()),
+        ] {
+            command.env(format!("FIRSTLINE_ROUND__{key}"), value);
+        }
+        if let Some(failpoints) = failpoints {
+            command.env("FAILPOINTS", failpoints);
+        }
+        let mut child = command.spawn().expect("spawning firstline worker");
+        let stdout = child.stdout.take().expect("worker stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("/healthz") {
+                    return;
+                }
+            }
+            panic!("the worker exited before it was ready");
+        })
+        .await
+        .expect("the worker is ready within 60 s");
+        // Keep draining stdout so the worker never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        self.workers.push(child);
+        self.workers.len() - 1
+    }
+
+    /// `kill -9` worker `index` and reaps it.
+    pub async fn kill_worker(&mut self, index: usize) {
+        let child = &mut self.workers[index];
+        child.start_kill().expect("SIGKILL the worker");
+        let _ = child.wait().await;
+    }
+
+    /// SIGTERM worker `index` and wait for it to exit; returns whether it exited cleanly.
+    pub async fn terminate_worker(&mut self, index: usize) -> bool {
+        let child = &mut self.workers[index];
+        if let Some(pid) = child.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
+            Ok(Ok(status)) => status.success(),
+            _ => false,
+        }
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.dir.path().join("firstline.toml")
+    }
+
+    /// Alertmanager posts `text` (the scenario's alert when `None`) in the channel; returns the
+    /// alert's ts once the bot recorded it.
+    pub async fn post_alert(&self, text: Option<&str>) -> String {
+        let text = text
+            .map(str::to_string)
+            .unwrap_or_else(|| self.scenario.alert_text());
+        let ts = self
+            .slack
+            .integration_posts(&self.channel, "Alertmanager", &text);
+        self.wait_recorded(&ts).await;
+        ts
+    }
+
+    /// A person writes `text` in the thread; returns its ts once recorded.
+    pub async fn say(&self, thread_ts: &str, text: &str) -> String {
+        let ts = self
+            .slack
+            .user_says(&self.channel, ONCALL, text, Some(thread_ts));
+        self.wait_recorded(&ts).await;
+        ts
+    }
+
+    async fn wait_recorded(&self, ts: &str) {
+        let pool = &self.db.pool;
+        firstline_testkit::wait_for(
+            "the message to be recorded",
+            Duration::from_secs(20),
+            || async {
+                let n: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE ts = $1")
+                    .bind(ts)
+                    .fetch_one(pool)
+                    .await
+                    .ok()?;
+                (n == 1).then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// The messages Firstline posted in the thread, oldest first.
+    pub fn bot_replies(&self, thread_ts: &str) -> Vec<firstline_bot::standin::state::Message> {
+        self.slack
+            .workspace()
+            .thread(&self.channel, thread_ts)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.ts != thread_ts && from_firstline(m))
+            .collect()
+    }
+
+    /// Waits until the thread has `n` committed *and posted* rounds; returns their rows.
+    pub async fn wait_rounds(&self, thread_ts: &str, n: i64, timeout: Duration) -> Vec<RoundRow> {
+        let pool = &self.db.pool;
+        let what = format!("{n} posted round(s) in thread {thread_ts}");
+        firstline_testkit::wait_for(&what, timeout, || async {
+            let rows = self.rounds(thread_ts).await;
+            (rows.len() as i64 >= n && rows.iter().all(|r| r.posted_ts.is_some())).then_some(rows)
+        })
+        .await;
+        let _ = pool;
+        self.rounds(thread_ts).await
+    }
+
+    /// The thread's rounds.
+    pub async fn rounds(&self, thread_ts: &str) -> Vec<RoundRow> {
+        sqlx::query_as::<_, RoundRow>(
+            "SELECT r.number, r.grounded, r.result->>'text' AS text, r.posted_ts, r.run_id,
+                    r.tool_calls
+               FROM rounds r JOIN threads t ON t.id = r.thread_id
+              WHERE t.channel_id = $1 AND t.thread_ts = $2 ORDER BY r.number",
+        )
+        .bind(&self.channel)
+        .bind(thread_ts)
+        .fetch_all(&self.db.pool)
+        .await
+        .unwrap_or_default()
+    }
+
+    /// The workflow id of the thread.
+    pub fn workflow_id(&self, thread_ts: &str) -> String {
+        format!(
+            "incident-{}-{}-{thread_ts}",
+            firstline_bot::standin::state::TEAM_ID,
+            self.channel
+        )
+    }
+
+    pub async fn stop(mut self) {
+        for worker in &mut self.workers {
+            let _ = worker.start_kill();
+            let _ = worker.wait().await;
+        }
+        self.cancel.cancel();
+        if let Some(bot) = self.bot.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(20), bot.wait()).await;
+        }
+        self.lab.shutdown().await;
+    }
+}
+
+/// Whether Firstline (the bot user) wrote `message`.
+fn from_firstline(message: &firstline_bot::standin::state::Message) -> bool {
+    matches!(&message.author, firstline_bot::standin::state::Author::Bot { user: Some(user), .. } if user == BOT_USER)
+}
+
+/// A channel id of Slack's shape no other test uses.
+fn unique_channel() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
+    format!("C0{}", &id[..9])
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RoundRow {
+    pub number: i32,
+    pub grounded: bool,
+    pub text: Option<String>,
+    pub posted_ts: Option<String>,
+    pub run_id: String,
+    pub tool_calls: i32,
+}
+
+impl RoundApp {
+    /// A Temporal client on the test stack.
+    pub async fn temporal(&self) -> temporalio_client::Client {
+        let url: temporalio_client::Url = self.settings.temporal.address.parse().expect("url");
+        let connection = temporalio_client::Connection::connect(
+            temporalio_client::ConnectionOptions::new(url).build(),
+        )
+        .await
+        .expect("connecting to Temporal");
+        temporalio_client::Client::new(
+            connection,
+            temporalio_client::ClientOptions::new(self.settings.temporal.namespace.clone()).build(),
+        )
+        .expect("Temporal client")
+    }
+
+    /// The result of the thread's latest workflow run, waiting up to `timeout` for it to close.
+    pub async fn run_outcome(&self, thread_ts: &str, timeout: Duration) -> serde_json::Value {
+        let client = self.temporal().await;
+        let handle = client.get_workflow_handle::<firstline_bot::relay::temporal::IncidentRound>(
+            self.workflow_id(thread_ts),
+        );
+        // The run may not exist yet: the wake-up is relayed from the outbox.
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match tokio::time::timeout(left, handle.get_result(Default::default())).await {
+                Ok(Ok(outcome)) => return outcome,
+                Ok(Err(e)) if tokio::time::Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Ok(Err(e)) => panic!("the run did not complete: {e}"),
+                Err(_) => panic!("the run did not close within {timeout:?}"),
+            }
+        }
+    }
+
+    /// How many runs the thread's workflow id has had.
+    pub async fn run_count(&self, thread_ts: &str) -> i64 {
+        let client = self.temporal().await;
+        let query = format!("WorkflowId = '{}'", self.workflow_id(thread_ts));
+        client
+            .count_workflows(query, Default::default())
+            .await
+            .map(|c| c.count() as i64)
+            .expect("counting runs")
+    }
+
+    /// The round's input context as `run_graph` stored it (step 0).
+    pub async fn round_input(&self, thread_ts: &str, round: i32) -> serde_json::Value {
+        sqlx::query_scalar(
+            "SELECT c.checkpoint->'state' FROM round_checkpoints c
+               JOIN threads t ON t.id = c.thread_id
+              WHERE t.channel_id = $1 AND t.thread_ts = $2 AND c.round = $3 AND c.step = 0",
+        )
+        .bind(&self.channel)
+        .bind(thread_ts)
+        .bind(round)
+        .fetch_one(&self.db.pool)
+        .await
+        .expect("round input checkpoint")
+    }
+
+    /// The evidence of the thread's round `round`, without times: (ref, tool, args, excerpt).
+    pub async fn evidence(
+        &self,
+        thread_ts: &str,
+        round: i32,
+    ) -> Vec<(String, String, String, String)> {
+        sqlx::query_as(
+            "SELECT e.ref, e.tool, e.args::text, e.excerpt FROM evidence e
+               JOIN rounds r ON r.id = e.round_id JOIN threads t ON t.id = r.thread_id
+              WHERE t.channel_id = $1 AND t.thread_ts = $2 AND r.number = $3
+              ORDER BY substring(e.ref from 2)::int",
+        )
+        .bind(&self.channel)
+        .bind(thread_ts)
+        .bind(round)
+        .fetch_all(&self.db.pool)
+        .await
+        .expect("evidence rows")
+    }
+
+    /// A scalar count.
+    pub async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sql)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+}

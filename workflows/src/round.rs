@@ -1,0 +1,172 @@
+//! `incident_round(Trigger { thread })`, one run per live thread (invariant 4):
+//!
+//! ```text
+//! loop {
+//!     load_context → guards (resolved, rounds ≥ max, age > max) → return
+//!     run_graph → commit_round → post_to_thread
+//!     a mention came in meanwhile? next round : grounded? return : wait for a mention ≤ idle
+//! }
+//! ```
+//!
+//! Mentions arrive as the `mention` signal and are counted *before* `run_graph` starts, so one
+//! that lands while a round runs starts the next round right after it (invariant 5). The code is
+//! deterministic: Temporal timers and the SDK's `select!`, no clock, randomness or I/O — every
+//! fact comes from an activity's recorded result, including the limits (`load_context` carries
+//! the worker's configured [`RoundPolicy`]).
+
+use std::time::Duration;
+
+use firstline_activities::round::{
+    ActivityPolicy, CommitInput, LoadContextInput, PostInput, RoundActivities, RoundPolicy,
+    RunGraphInput, RunOutcome,
+};
+use firstline_bot::model::ThreadKey;
+use firstline_bot::schema::{MentionSignal, Trigger};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityOptions, CancellableFuture, SyncWorkflowContext, WorkflowContext, WorkflowContextView,
+    WorkflowResult,
+};
+
+/// Signals kept per run: a bound on workflow state whatever a channel does.
+const MAX_MENTIONS: usize = 200;
+
+/// The workflow's state: the thread and the mentions signalled so far.
+#[workflow]
+pub struct IncidentRound {
+    thread: ThreadKey,
+    mentions: Vec<MentionSignal>,
+}
+
+#[workflow_methods]
+impl IncidentRound {
+    #[init]
+    pub fn new(_ctx: &WorkflowContextView, trigger: Trigger) -> Self {
+        Self {
+            thread: trigger.thread,
+            mentions: Vec::new(),
+        }
+    }
+
+    #[run(name = "incident_round")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<RunOutcome> {
+        let thread = ctx.state(|s| s.thread.clone());
+        // Before the first load the worker's limits are unknown: defaults bound that one call.
+        let mut policy = RoundPolicy::default();
+        let mut rounds_run = 0u32;
+        let mut answered = 0usize;
+        loop {
+            let context = ctx
+                .execute_activity(
+                    RoundActivities::load_context,
+                    LoadContextInput {
+                        thread: thread.clone(),
+                    },
+                    options(&policy.activity),
+                )
+                .await?;
+            policy = context.policy.clone();
+            if let Some(guard) = context.guard() {
+                return Ok(RunOutcome::Skipped { guard, rounds_run });
+            }
+            let Some(thread_id) = context.thread_id else {
+                return Ok(RunOutcome::Skipped {
+                    guard: firstline_activities::round::Guard::UnknownThread,
+                    rounds_run,
+                });
+            };
+            // Counted before the round runs: a mention that arrives during it is not "seen".
+            let seen = ctx.state(|s| s.mentions.len());
+            let mentions = ctx.state(|s| s.mentions[answered.min(seen)..seen].to_vec());
+            let round = context.rounds_done + 1;
+            let graph = ctx
+                .execute_activity(
+                    RoundActivities::run_graph,
+                    RunGraphInput {
+                        thread: thread.clone(),
+                        thread_id,
+                        round,
+                        alert: context.alert.clone(),
+                        context: context.thread.clone(),
+                        mentions: mentions.clone(),
+                    },
+                    options(&policy.run_graph),
+                )
+                .await?;
+            ctx.execute_activity(
+                RoundActivities::commit_round,
+                CommitInput {
+                    thread_id,
+                    round,
+                    workflow_id: ctx.workflow_id().to_string(),
+                    run_id: ctx.run_id().to_string(),
+                },
+                options(&policy.activity),
+            )
+            .await?;
+            let react_to = mentions
+                .iter()
+                .rev()
+                .find(|m| m.ts != context.alert.ts)
+                .map(|m| m.ts.clone())
+                .or_else(|| Some(context.alert.ts.clone()).filter(|ts| !ts.is_empty()));
+            ctx.execute_activity(
+                RoundActivities::post_to_thread,
+                PostInput {
+                    thread: thread.clone(),
+                    thread_id,
+                    round,
+                    react_to,
+                },
+                options(&policy.activity),
+            )
+            .await?;
+            rounds_run += 1;
+            answered = seen;
+
+            if ctx.state(|s| s.mentions.len()) > seen {
+                continue;
+            }
+            if graph.grounded {
+                return Ok(RunOutcome::Answered { rounds_run });
+            }
+            let timer = ctx.timer(policy.idle_timeout());
+            let mut timer = std::pin::pin!(timer);
+            let mentioned = ctx.wait_condition(move |s| s.mentions.len() > seen);
+            let mut mentioned = std::pin::pin!(mentioned);
+            let woke = temporalio_sdk::workflows::select! {
+                _ = mentioned.as_mut() => true,
+                _ = timer.as_mut() => false,
+            };
+            if woke {
+                // Dropping a timer does not cancel it on the server.
+                timer.cancel();
+            } else {
+                return Ok(RunOutcome::Idle { rounds_run });
+            }
+        }
+    }
+
+    #[signal(name = "mention")]
+    pub fn mention(&mut self, _ctx: &mut SyncWorkflowContext<Self>, mention: MentionSignal) {
+        // Slack may deliver one message twice; the relay may retry a signal.
+        if self.mentions.len() < MAX_MENTIONS && !self.mentions.iter().any(|m| m.ts == mention.ts) {
+            self.mentions.push(mention);
+        }
+    }
+}
+
+/// Temporal options for an activity under `policy`.
+fn options(policy: &ActivityPolicy) -> ActivityOptions {
+    let retry = RetryPolicy::builder()
+        .initial_interval(Duration::from_millis(policy.retry_initial_ms))
+        .backoff_coefficient(2.0)
+        .maximum_interval(Duration::from_secs(policy.retry_max_secs))
+        .maximum_attempts(policy.max_attempts)
+        .build();
+    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(policy.start_to_close_secs))
+        .maybe_heartbeat_timeout(policy.heartbeat_secs.map(Duration::from_secs))
+        .retry_policy(retry)
+        .build()
+}
