@@ -39,6 +39,11 @@ pub struct DevBot {
     running: firstline_bot::Running,
     /// What to print: one line per endpoint.
     pub lines: Vec<String>,
+    /// The settings the bot runs with (the stack's addresses, the stand-in's URL and token):
+    /// the worker in the same `dev` uses them too.
+    pub settings: Settings,
+    /// The stand-in, when no Slack token is configured.
+    pub standin: Option<firstline_bot::standin::StandIn>,
 }
 
 /// Signing secret shared by the stand-in and the bot in dev when none is configured.
@@ -111,6 +116,8 @@ pub async fn start_for_dev(
         cancel,
         running,
         lines,
+        settings,
+        standin,
     })
 }
 

@@ -4,25 +4,37 @@
 //! migrates the `firstline` database, writes the addresses to `<state_dir>/env` (shell syntax, so
 //! `. .firstline/env` points other commands at this stack), prints one line per service, then
 //! waits. Ctrl-C or SIGTERM stops every child; a service dying on its own stops the rest and
-//! exits non-zero. The bot runs in this process (with the Slack stand-in when no bot token is
-//! configured; `--no-bot` runs the stack alone); the worker and embedder join as their issues land.
+//! exits non-zero. The bot and a round worker run in this process (with the Slack stand-in when no
+//! bot token is configured, and the lab MCP server serving `dev.lab_scenario` when no MCP server
+//! is configured); `--no-bot` runs the stack alone, `--demo` posts the lab scenario's alert into
+//! the stand-in's #incidents once everything is up, so its round shows in the stand-in's page.
+//! The embedder joins when its issue lands.
 
+use firstline_bot::standin::state::INCIDENTS;
 use firstline_config::{DatabaseSettings, Settings};
+use firstline_lab::scenario::Scenario;
+use firstline_lab::server::LabHandle;
 use firstline_stack::{Addresses, Stack, StackConfig};
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
 
 /// The database the components use.
 const DATABASE: &str = "firstline";
 /// How long each service gets to stop before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long the worker gets to finish in-flight activities on Ctrl-C.
+const WORKER_STOP: Duration = Duration::from_secs(10);
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Run only the stack (PostgreSQL, Temporal, Kafka): no bot, no Slack stand-in.
+    /// Run only the stack (PostgreSQL, Temporal, Kafka): no bot, no worker, no Slack stand-in.
     #[arg(long)]
     no_bot: bool,
+    /// Once ready, post the lab scenario's alert into the Slack stand-in's #incidents.
+    #[arg(long, conflicts_with = "no_bot")]
+    demo: bool,
 }
 
 pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
@@ -51,13 +63,58 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let worker_cancel = CancellationToken::new();
+    let mut lab = None;
+    let mut worker = None;
+    if let Some(running_bot) = &bot {
+        let mut worker_settings = running_bot.settings.clone();
+        if worker_settings.mcp.servers.is_empty() {
+            lab = start_lab(&settings, &mut worker_settings).await;
+        }
+        match firstline_workflows::start_worker(&worker_settings, worker_cancel.clone()).await {
+            Ok(started) => worker = Some(started),
+            Err(e) => {
+                if let Some(bot) = bot {
+                    bot.stop().await;
+                }
+                stack.stop(STOP_GRACE).await;
+                return Err(e.into());
+            }
+        }
+    }
     let env_file = state_dir.join("env");
     std::fs::write(&env_file, env_lines(&addresses))?;
     for line in bot.iter().flat_map(|b| b.lines.iter()) {
         println!("{line}");
     }
+    if let Some(worker) = &worker {
+        println!(
+            "worker    http://{}/healthz  (rounds on task queue {})",
+            worker.http_addr, settings.temporal.task_queue
+        );
+    }
+    if let Some((_, scenario)) = &lab {
+        println!("lab       MCP server serving scenario `{}`", scenario.name);
+    }
     print_ready(&addresses, &stack, &env_file);
+    if args.demo
+        && let (Some(bot), Some((_, scenario))) = (&bot, &lab)
+        && let Some(standin) = &bot.standin
+    {
+        let ts = standin.integration_posts(INCIDENTS, "Alertmanager", &scenario.alert_text());
+        println!(
+            "demo      posted the `{}` alert (ts {ts}); watch its thread in the stand-in",
+            scenario.name
+        );
+    }
 
+    let worker_run = async {
+        match worker {
+            Some(worker) => worker.run().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(worker_run);
     let outcome = tokio::select! {
         _ = terminate.recv() => Ok(ExitCode::SUCCESS),
         _ = interrupt.recv() => Ok(ExitCode::SUCCESS),
@@ -66,10 +123,19 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
             status.map_or_else(|e| e.to_string(), |s| s.to_string()),
             state_dir.join("logs").display()
         )),
+        result = &mut worker_run => Err(anyhow::anyhow!(
+            "the round worker stopped unexpectedly: {}",
+            result.err().map_or_else(|| "no error".to_string(), |e| e.to_string())
+        )),
     };
     eprintln!("stopping…");
+    worker_cancel.cancel();
+    let _ = tokio::time::timeout(WORKER_STOP, &mut worker_run).await;
     if let Some(bot) = bot {
         bot.stop().await;
+    }
+    if let Some((lab, _)) = lab {
+        lab.shutdown().await;
     }
     stack.stop(STOP_GRACE).await;
     let _ = std::fs::remove_file(&env_file);
@@ -128,4 +194,42 @@ fn print_ready(addresses: &Addresses, stack: &Stack, env_file: &std::path::Path)
     );
     println!("env       {}", env_file.display());
     println!("firstline dev is ready; Ctrl-C stops everything");
+}
+
+/// Serves `dev.lab_scenario` over MCP and points `worker_settings` at it. Without the scenario
+/// (a checkout without `lab/`), says so and leaves the worker without tools.
+async fn start_lab(
+    settings: &Settings,
+    worker_settings: &mut Settings,
+) -> Option<(LabHandle, Scenario)> {
+    let dir = settings.dev.lab_dir.join(&settings.dev.lab_scenario);
+    let scenario = match Scenario::load(&dir) {
+        Ok(scenario) => scenario,
+        Err(e) => {
+            eprintln!(
+                "warning: no lab scenario at {} ({e}); rounds will run without MCP tools \
+                 (set FIRSTLINE_DEV__LAB_DIR / FIRSTLINE_DEV__LAB_SCENARIO)",
+                dir.display()
+            );
+            return None;
+        }
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    match firstline_lab::server::serve_http(scenario.clone(), addr).await {
+        Ok(lab) => {
+            worker_settings.mcp.servers = vec![firstline_config::McpServerSettings {
+                name: "lab".into(),
+                url: Some(lab.mcp_url()),
+                profile: Some("lab".into()),
+                ..firstline_config::McpServerSettings::default()
+            }];
+            Some((lab, scenario))
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: cannot start the lab MCP server: {e}; rounds will run without tools"
+            );
+            None
+        }
+    }
 }

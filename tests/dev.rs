@@ -12,6 +12,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+mod support;
+
 const READY: &str = "firstline dev is ready";
 
 fn firstline() -> Command {
@@ -31,6 +33,7 @@ fn firstline() -> Command {
         // dev also runs the bot and the Slack stand-in: on free ports, so tests run in parallel.
         .env("FIRSTLINE_BOT__LISTEN", "127.0.0.1:0")
         .env("FIRSTLINE_SLACK__STANDIN_PORT", "0")
+        .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0")
         .stdin(Stdio::null())
         .kill_on_drop(true);
     command
@@ -61,8 +64,14 @@ struct Dev {
 
 /// Starts `firstline dev` with state in `state` and the given ports, and waits for ready.
 async fn start_dev(state: &Path, ports: [u16; 3]) -> Dev {
+    start_dev_with(state, ports, &[]).await
+}
+
+/// [`start_dev`] with extra arguments.
+async fn start_dev_with(state: &Path, ports: [u16; 3], args: &[&str]) -> Dev {
     let mut child = firstline()
         .arg("dev")
+        .args(args)
         .env("FIRSTLINE_DEV__STATE_DIR", state)
         .env("FIRSTLINE_DEV__POSTGRES_PORT", ports[0].to_string())
         .env("FIRSTLINE_DEV__TEMPORAL_PORT", ports[1].to_string())
@@ -445,4 +454,42 @@ async fn migrate_brings_any_database_to_the_current_schema() {
         "{stdout}"
     );
     assert!(!stdout.contains(url.expose()), "password printed: {stdout}");
+}
+
+#[tokio::test]
+async fn dev_demo_shows_a_full_round_in_the_stand_ins_page() {
+    let state = state_dir();
+    let mut dev = start_dev_with(
+        state.path(),
+        [free_port(), free_port(), free_port()],
+        &["--demo"],
+    )
+    .await;
+    let page = dev
+        .stdout
+        .iter()
+        .find(|line| line.starts_with("slack "))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .map(str::to_string)
+        .expect("dev prints the stand-in's URL");
+    assert!(
+        dev.stdout.iter().any(|l| l.starts_with("worker ")),
+        "{:?}",
+        dev.stdout
+    );
+    let html =
+        firstline_testkit::wait_for("the round's reply", Duration::from_secs(60), || async {
+            let (_, html) = support::round_app::http_get(&format!("{page}/")).await;
+            html.contains("round 1").then_some(html)
+        })
+        .await;
+    assert!(html.contains("PAYMENT_MODE"), "{html}");
+    assert!(html.contains("grounded"), "{html}");
+    kill(
+        Pid::from_raw(dev.child.id().unwrap() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), dev.child.wait()).await;
+    assert!(matches!(status, Ok(Ok(s)) if s.success()), "{status:?}");
 }

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::round_app::{BOT_USER, RoundApp, test_settings};
+use support::round_app::{BOT_USER, RoundApp, http_get, test_settings};
 
 const CRASHLOOP: &str = "crashloop-config-exit-78";
 const ROUND: Duration = Duration::from_secs(90);
@@ -244,5 +244,48 @@ async fn guards_resolved_max_rounds_and_age_stop_a_round_before_it_starts() {
     assert!(app.rounds(&old_ts).await.is_empty());
     assert!(app.bot_replies(&old_ts).is_empty());
     assert_eq!(app.bot_replies(&resolved).len(), 0);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_worker_reports_health_and_metrics_and_finishes_its_activity_on_sigterm() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    // The first graph step pauses 3 s: SIGTERM lands while run_graph is in flight.
+    let first = app
+        .start_worker(Some("round.graph.after_step=1*return(3000)"))
+        .await;
+    let health = app.worker_health[first].clone();
+    assert_eq!(http_get(&health).await, (200, "ok\n".to_string()));
+    let alert = app.post_alert(None).await;
+    firstline_testkit::wait_for("round 1's first step", ROUND, || async {
+        (app.count("SELECT count(*) FROM round_checkpoints WHERE step = 1")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    assert!(
+        app.terminate_worker(first).await,
+        "the worker exits cleanly on SIGTERM"
+    );
+    // It finished the graph run it had started (no retry needed): all steps are stored.
+    assert!(
+        app.count("SELECT count(*) FROM round_checkpoints WHERE finished")
+            .await
+            == 1
+    );
+
+    // A new worker commits and posts it; its metrics count the round.
+    let second = app.start_worker(None).await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(rounds[0].grounded);
+    assert_eq!(app.bot_replies(&alert).len(), 1);
+    let metrics_url = app.worker_health[second].replace("/healthz", "/metrics");
+    let (status, metrics) = http_get(&metrics_url).await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("firstline_rounds_finished_total{outcome=\"grounded\"} 1"),
+        "{metrics}"
+    );
     app.stop().await;
 }

@@ -267,6 +267,10 @@ pub struct DevSettings {
     /// Crash-safe stack (fsync on, Temporal on a file). `false` trades that for speed: Postgres
     /// without fsync and Temporal in memory, for throwaway stacks such as the test suite's.
     pub durable: bool,
+    /// Where the lab's scenarios are (the lab MCP server serves one when `mcp.servers` is empty).
+    pub lab_dir: PathBuf,
+    /// The lab scenario `firstline dev` serves over MCP (and posts with `--demo`).
+    pub lab_scenario: String,
 }
 
 impl Default for DevSettings {
@@ -280,6 +284,8 @@ impl Default for DevSettings {
             postgres_os_user: "firstline".into(),
             ready_timeout_secs: 60,
             durable: true,
+            lab_dir: "lab/scenarios".into(),
+            lab_scenario: "crashloop-config-exit-78".into(),
         }
     }
 }

@@ -45,6 +45,8 @@ pub struct RoundApp {
     pub channel: String,
     bot: Option<firstline_bot::Running>,
     workers: Vec<Child>,
+    /// Each worker's `/healthz` URL, by index.
+    pub worker_health: Vec<String>,
     dir: tempfile::TempDir,
     cancel: CancellationToken,
 }
@@ -88,7 +90,10 @@ impl RoundApp {
         let stack = firstline_testkit::stack();
         settings.database.url = db.url.clone();
         settings.database.max_connections = 8;
-        settings.temporal.address = stack.temporal_address.clone();
+        // A test may bring its own Temporal server (e.g. one it restarts).
+        if settings.temporal.address == firstline_config::TemporalSettings::default().address {
+            settings.temporal.address = stack.temporal_address.clone();
+        }
         settings.temporal.task_queue = firstline_testkit::unique_name("fl-round");
         settings.kafka.brokers = stack.kafka_brokers.clone();
         settings.kafka.topic = firstline_testkit::unique_name("fl-round-messages");
@@ -126,6 +131,7 @@ impl RoundApp {
             channel,
             bot: Some(bot),
             workers: Vec::new(),
+            worker_health: Vec::new(),
             dir,
             cancel,
         }
@@ -177,16 +183,17 @@ impl RoundApp {
         let mut child = command.spawn().expect("spawning firstline worker");
         let stdout = child.stdout.take().expect("worker stdout");
         let mut lines = BufReader::new(stdout).lines();
-        tokio::time::timeout(Duration::from_secs(60), async {
+        let health = tokio::time::timeout(Duration::from_secs(60), async {
             while let Ok(Some(line)) = lines.next_line().await {
-                if line.contains("/healthz") {
-                    return;
+                if let Some(url) = line.split_whitespace().find(|w| w.ends_with("/healthz")) {
+                    return url.to_string();
                 }
             }
             panic!("the worker exited before it was ready");
         })
         .await
         .expect("the worker is ready within 60 s");
+        self.worker_health.push(health);
         // Keep draining stdout so the worker never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         self.workers.push(child);
@@ -431,4 +438,36 @@ impl RoundApp {
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
+}
+
+/// `GET url` over plain HTTP/1.0: (status, body).
+pub async fn http_get(url: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await
+        .expect("request");
+    let mut response = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .expect("response in time")
+    .expect("response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
 }
