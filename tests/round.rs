@@ -289,3 +289,29 @@ async fn the_worker_reports_health_and_metrics_and_finishes_its_activity_on_sigt
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    let first = app.post_alert(None).await;
+    app.wait_rounds(&first, 1, ROUND).await;
+    let cause = "PAYMENT_MODE missing from the ConfigMap after the 2.14.0 rollout; added it";
+    app.say(&first, &mention(&format!("resolved {cause}"))).await;
+    assert_eq!(app.count("SELECT count(*) FROM incidents").await, 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM threads WHERE status = 'resolved'").await,
+        1
+    );
+    // The resolving mention's run stops at the guard: no second round in the resolved thread.
+    let outcome = app.run_outcome(&first, ROUND).await;
+    assert_eq!(outcome["guard"]["guard"], "resolved", "{outcome}");
+
+    let second = app.post_alert(None).await;
+    let rounds = app.wait_rounds(&second, 1, ROUND).await;
+    let text = rounds[0].text.clone().unwrap_or_default();
+    assert!(text.contains("Seen before"), "{text}");
+    assert!(text.contains("added it"), "{text}");
+    assert_eq!(app.rounds(&first).await.len(), 1);
+    app.stop().await;
+}
