@@ -297,10 +297,12 @@ async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
     let first = app.post_alert(None).await;
     app.wait_rounds(&first, 1, ROUND).await;
     let cause = "PAYMENT_MODE missing from the ConfigMap after the 2.14.0 rollout; added it";
-    app.say(&first, &mention(&format!("resolved {cause}"))).await;
+    app.say(&first, &mention(&format!("resolved {cause}")))
+        .await;
     assert_eq!(app.count("SELECT count(*) FROM incidents").await, 1);
     assert_eq!(
-        app.count("SELECT count(*) FROM threads WHERE status = 'resolved'").await,
+        app.count("SELECT count(*) FROM threads WHERE status = 'resolved'")
+            .await,
         1
     );
     // The resolving mention's run stops at the guard: no second round in the resolved thread.

@@ -53,7 +53,12 @@ fn span(name: &'static str, ctx: &ActivityContext) -> tracing::Span {
     if info.attempt > 1 {
         metrics::counter!("firstline_activity_retries_total", "activity" => name).increment(1);
     }
-    tracing::info_span!("activity", name, attempt = info.attempt)
+    tracing::info_span!(
+        "activity",
+        name,
+        attempt = info.attempt,
+        round = tracing::field::Empty
+    )
 }
 
 #[activities]
@@ -89,7 +94,7 @@ impl RoundActivities {
             }
         };
         let span = span("run_graph", &ctx);
-        let _ = span.record("round", input.round);
+        span.record("round", input.round);
         super::graph_run::run_graph(
             &deps.pool,
             &deps.tools,
