@@ -6,6 +6,9 @@ CREATE TABLE round_checkpoints (
     thread_id  bigint      NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     round      integer     NOT NULL CHECK (round >= 1),
     step       integer     NOT NULL CHECK (step >= 0),
+    run_id     text        NOT NULL,
+    -- Temporal's attempt number of the run_graph activity that owns the round's rows.
+    attempt    integer     NOT NULL CHECK (attempt >= 1),
     -- The nodes that ran in this step (empty for step 0).
     nodes      text[]      NOT NULL,
     -- firstline-graph's Checkpoint<IncidentState> as JSON.

@@ -163,11 +163,6 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
     for text in ["is it the deploy?", "any update?", "ping"] {
         app.say(&alert, &mention(text)).await;
     }
-    assert_eq!(
-        app.run_count(&alert).await,
-        1,
-        "three mentions signalled the open run"
-    );
     let rounds = app.wait_rounds(&alert, 2, ROUND).await;
     let outcome = app.run_outcome(&alert, ROUND).await;
     assert_eq!(
@@ -181,6 +176,19 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
         "exactly one more round: {rounds_after:?}"
     );
     assert_eq!(rounds[0].run_id, rounds[1].run_id);
+    assert_eq!(
+        app.run_count(&alert).await,
+        1,
+        "three mentions signalled the open run"
+    );
+    let input = app.round_input(&alert, 2).await;
+    let conversation = input["context"]["conversation"].to_string();
+    for text in ["is it the deploy?", "any update?", "ping"] {
+        assert!(
+            conversation.contains(text),
+            "round 2 saw `{text}`: {conversation}"
+        );
+    }
 
     // After the run closed, a mention starts a new run that rebuilds the thread from Postgres.
     app.say(&alert, &mention("and now?")).await;
@@ -306,6 +314,10 @@ async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
         1
     );
     // The resolving mention's run stops at the guard: no second round in the resolved thread.
+    firstline_testkit::wait_for("the resolving mention's run", ROUND, || async {
+        (app.run_count(&first).await == 2).then_some(())
+    })
+    .await;
     let outcome = app.run_outcome(&first, ROUND).await;
     assert_eq!(outcome["guard"]["guard"], "resolved", "{outcome}");
 

@@ -82,6 +82,10 @@ async fn killed_and_finished(point: KillPoint) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("the database clock");
     app.kill_worker(first).await;
     let calls_at_kill = app.lab.counts().total();
 
@@ -103,6 +107,19 @@ async fn killed_and_finished(point: KillPoint) {
         clean_evidence.len(),
         "{evidence:#?}\n{clean_evidence:#?}"
     );
+    if let KillPoint::AfterJoin = point {
+        // Resumed, not started over: step 1 is still the row the killed worker stored.
+        let stored: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+            "SELECT created_at FROM round_checkpoints WHERE round = 1 AND step = 1",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("step 1's checkpoint");
+        assert!(
+            stored < killed_at,
+            "step 1 re-run after the kill ({stored} ≥ {killed_at})"
+        );
+    }
     for (got, want) in evidence.iter().zip(&clean_evidence) {
         assert_eq!(got, want, "evidence differs from a clean run's");
     }
@@ -122,4 +139,46 @@ async fn killed_after_the_join_step_is_checkpointed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_between_posting_and_storing_the_reply() {
     killed_and_finished(KillPoint::Posting).await;
+}
+
+/// A worker that stalls (SIGSTOP) past the heartbeat timeout and wakes up after another worker
+/// took the round over cannot write over the new attempt's checkpoints, and nothing is posted
+/// twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_worker_that_wakes_up_late_is_fenced_off() {
+    use nix::sys::signal::Signal;
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    let stalled = app
+        .start_worker(Some("round.graph.after_step=1*return(3000)"))
+        .await;
+    let alert = app.post_alert(None).await;
+    firstline_testkit::wait_for("step 1 stored", ROUND, || async {
+        (app.count("SELECT count(*) FROM round_checkpoints WHERE step = 1")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    app.signal_worker(stalled, Signal::SIGSTOP);
+    app.start_worker(None).await;
+    firstline_testkit::wait_for("the retry to take the round over", ROUND, || async {
+        (app.count("SELECT count(*) FROM round_checkpoints WHERE attempt >= 2")
+            .await
+            > 0)
+        .then_some(())
+    })
+    .await;
+    app.signal_worker(stalled, Signal::SIGCONT);
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(rounds[0].grounded);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        app.count("SELECT count(*) FROM round_checkpoints WHERE attempt < 2")
+            .await,
+        0,
+        "the stalled attempt wrote nothing after the takeover"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM rounds").await, 1);
+    assert_eq!(app.bot_replies(&alert).len(), 1, "exactly one post");
+    app.stop().await;
 }

@@ -200,6 +200,13 @@ impl RoundApp {
         self.workers.len() - 1
     }
 
+    /// Sends `signal` to worker `index` (e.g. SIGSTOP / SIGCONT to stall it).
+    pub fn signal_worker(&self, index: usize, signal: nix::sys::signal::Signal) {
+        let pid = self.workers[index].id().expect("the worker runs");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+            .expect("signalling the worker");
+    }
+
     /// `kill -9` worker `index` and reaps it.
     pub async fn kill_worker(&mut self, index: usize) {
         let child = &mut self.workers[index];

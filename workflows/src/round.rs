@@ -57,6 +57,10 @@ impl IncidentRound {
         let mut rounds_run = 0u32;
         let mut answered = 0usize;
         loop {
+            // Counted before the round reads the thread: every mention counted is already a row
+            // (the bot commits before it signals), and one arriving later starts another round.
+            let seen = ctx.state(|s| s.mentions.len());
+            let mentions = ctx.state(|s| s.mentions[answered.min(seen)..seen].to_vec());
             let context = ctx
                 .execute_activity(
                     RoundActivities::load_context,
@@ -76,41 +80,42 @@ impl IncidentRound {
                     rounds_run,
                 });
             };
-            // Counted before the round runs: a mention that arrives during it is not "seen".
-            let seen = ctx.state(|s| s.mentions.len());
-            let mentions = ctx.state(|s| s.mentions[answered.min(seen)..seen].to_vec());
             let round = context.rounds_done + 1;
-            let graph = ctx
-                .execute_activity(
-                    RoundActivities::run_graph,
-                    RunGraphInput {
-                        thread: thread.clone(),
-                        thread_id,
-                        round,
-                        alert: context.alert.clone(),
-                        context: context.thread.clone(),
-                        mentions: mentions.clone(),
-                    },
-                    options(&policy.run_graph),
-                )
-                .await?;
             ctx.execute_activity(
-                RoundActivities::commit_round,
-                CommitInput {
+                RoundActivities::run_graph,
+                RunGraphInput {
+                    thread: thread.clone(),
                     thread_id,
                     round,
-                    workflow_id: ctx.workflow_id().to_string(),
                     run_id: ctx.run_id().to_string(),
+                    alert: context.alert.clone(),
+                    context: context.thread.clone(),
+                    mentions: mentions.clone(),
                 },
-                options(&policy.activity),
+                options(&policy.run_graph),
             )
             .await?;
-            let react_to = mentions
+            let committed = ctx
+                .execute_activity(
+                    RoundActivities::commit_round,
+                    CommitInput {
+                        thread_id,
+                        round,
+                        workflow_id: ctx.workflow_id().to_string(),
+                        run_id: ctx.run_id().to_string(),
+                    },
+                    options(&policy.activity),
+                )
+                .await?;
+            // Every message the round answers: its mentions (their 👀), else the alert.
+            let mut react_to: Vec<String> = mentions
                 .iter()
-                .rev()
-                .find(|m| m.ts != context.alert.ts)
+                .filter(|m| m.ts != context.alert.ts)
                 .map(|m| m.ts.clone())
-                .or_else(|| Some(context.alert.ts.clone()).filter(|ts| !ts.is_empty()));
+                .collect();
+            if react_to.is_empty() && !context.alert.ts.is_empty() {
+                react_to.push(context.alert.ts.clone());
+            }
             ctx.execute_activity(
                 RoundActivities::post_to_thread,
                 PostInput {
@@ -128,7 +133,8 @@ impl IncidentRound {
             if ctx.state(|s| s.mentions.len()) > seen {
                 continue;
             }
-            if graph.grounded {
+            // What was committed and posted decides, not the graph attempt's own report.
+            if committed.grounded {
                 return Ok(RunOutcome::Answered { rounds_run });
             }
             let timer = ctx.timer(policy.idle_timeout());

@@ -100,6 +100,7 @@ impl RoundActivities {
             &deps.tools,
             &deps.graph,
             &input,
+            ctx.info().attempt,
             heartbeat,
             ctx.cancelled(),
         )

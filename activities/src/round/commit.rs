@@ -15,7 +15,7 @@ const MAX_EXCERPT_CHARS: usize = 3_500;
 /// Commits round `input.round` from its finished checkpoint.
 pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOutcome, RoundError> {
     let (thread_id, round) = (input.thread_id, input.round);
-    let checkpoint = latest_checkpoint(pool, thread_id, round)
+    let checkpoint = latest_checkpoint(pool, thread_id, round, &input.run_id)
         .await?
         .filter(|c| c.step > 0 && c.is_finished())
         .ok_or(RoundError::NotRun { thread_id, round })?;

@@ -47,16 +47,31 @@ pub async fn load_context(
         });
     };
 
-    let messages: Vec<StoredMessage> = sqlx::query_as(
+    // The newest messages (a long thread's oldest ones matter least), oldest first; the alert
+    // (the first one, or the parent) is read on its own so it is never cut off.
+    let mut messages: Vec<StoredMessage> = sqlx::query_as(
         "SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text FROM messages
           WHERE thread_id = $1 AND kind IN ('alert', 'mention', 'chatter', 'bot_echo')
-          ORDER BY ts::numeric LIMIT $2",
+          ORDER BY ts::numeric DESC LIMIT $2",
     )
     .bind(thread_id)
     .bind(MAX_MESSAGES)
     .fetch_all(pool)
     .await?;
-    let alert = pick_alert(&messages, &key.thread_ts);
+    messages.reverse();
+    let first: Vec<StoredMessage> = sqlx::query_as(
+        "(SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text FROM messages
+           WHERE thread_id = $1 AND kind = 'alert' ORDER BY ts::numeric LIMIT 1)
+         UNION ALL
+         (SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text FROM messages
+           WHERE thread_id = $1 AND kind IN ('mention', 'chatter', 'bot_echo')
+           ORDER BY (ts = $2) DESC, ts::numeric LIMIT 1)",
+    )
+    .bind(thread_id)
+    .bind(&key.thread_ts)
+    .fetch_all(pool)
+    .await?;
+    let alert = pick_alert(&first, &key.thread_ts);
 
     let rounds_rows: Vec<(i32, bool, Value, Option<String>)> = sqlx::query_as(
         "SELECT number, grounded, result, posted_ts FROM rounds
@@ -97,10 +112,12 @@ pub async fn load_context(
                 text: clip(&redact(&m.text).text, MAX_MESSAGE_CHARS),
                 ts: m.ts.clone(),
             })
-            .collect()
+            .collect::<Vec<_>>()
     } else {
         Vec::new()
     };
+
+    let human_answers = newest_within(human_answers, context_chars, |a| a.text.chars().count());
 
     Ok(RoundContext {
         thread_id: Some(thread_id),
@@ -182,6 +199,21 @@ fn compact(messages: &[StoredMessage], thread_ts: &str, budget: usize) -> Vec<Co
             text,
             ts: m.ts.clone(),
         });
+    }
+    kept.reverse();
+    kept
+}
+
+/// The newest `items` (they are oldest first) whose `cost` fits in `budget`, oldest first.
+fn newest_within<T>(items: Vec<T>, budget: usize, cost: impl Fn(&T) -> usize) -> Vec<T> {
+    let mut used = 0usize;
+    let mut kept: Vec<T> = Vec::new();
+    for item in items.into_iter().rev() {
+        used += cost(&item);
+        if used > budget {
+            break;
+        }
+        kept.push(item);
     }
     kept.reverse();
     kept

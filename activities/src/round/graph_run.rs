@@ -7,6 +7,12 @@
 //! through the tool layer's digest cache keyed by thread and round, so the steps a retry does
 //! re-run are served from `tool_cache` without calling a tool twice. A finished checkpoint is
 //! never re-run.
+//!
+//! Rows are fenced: each carries the workflow run and the activity attempt that wrote it. A
+//! retry claims the round's rows for its attempt before it continues, and a write from an older
+//! attempt (a worker that stalled past the heartbeat timeout and woke up later) is refused, so
+//! the stale attempt stops with [`RoundError::Superseded`]. Rows of another run (a run that
+//! failed at this round) are dropped: a new run starts the round over, with fresh tool results.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -40,6 +46,7 @@ pub async fn run_graph<H, F>(
     tools: &McpTools,
     options: &GraphOptions,
     input: &RunGraphInput,
+    attempt: u32,
     heartbeat: H,
     cancelled: impl Future<Output = ()>,
 ) -> Result<GraphOutcome, RoundError>
@@ -48,12 +55,23 @@ where
     F: Future<Output = ()>,
 {
     let (thread_id, round) = (input.thread_id, input.round);
-    let scope = CallScope::round(&input.thread.kafka_key(), Some(thread_id), round);
+    let owner = Owner {
+        thread_id,
+        round,
+        run_id: &input.run_id,
+        attempt,
+    };
+    let cache_key = format!("{}@{}", input.thread.kafka_key(), input.run_id);
+    let scope = CallScope::round(&cache_key, Some(thread_id), round);
     let source = Arc::new(tools.round(scope));
     let graph = build_incident_graph(Arc::clone(&source), Some(pool.clone()), options.clone())
-        .map_err(|e| RoundError::Graph(e.to_string()))?;
+        .map_err(|e| RoundError::Graph {
+            message: e.to_string(),
+            retryable: false,
+        })?;
 
-    let latest = latest_checkpoint(pool, thread_id, round).await?;
+    owner.claim(pool).await?;
+    let latest = latest_checkpoint(pool, thread_id, round, &input.run_id).await?;
     let (mut steps, resumed_from) = match latest {
         Some(checkpoint) if checkpoint.step > 0 && checkpoint.is_finished() => {
             tracing::info!(
@@ -62,7 +80,8 @@ where
             );
             return Ok(outcome(checkpoint.step, &checkpoint.state));
         }
-        Some(checkpoint) if checkpoint.step > 0 => {
+        // After a step, or a failed step (its pending writes keep what the siblings did).
+        Some(checkpoint) if !checkpoint.next.is_empty() => {
             tracing::info!(
                 step = checkpoint.step,
                 "resuming the round from its checkpoint"
@@ -70,19 +89,14 @@ where
             let from = checkpoint.step;
             (graph.resume_stream(checkpoint, RECURSION_LIMIT), from)
         }
-        // Step 0 holds the input: start over from it (the tool cache serves repeated calls).
+        // The input alone: start over from it (the tool cache serves repeated calls).
         Some(checkpoint) => (graph.stream(checkpoint.state, RECURSION_LIMIT), 0),
         None => {
             metrics::counter!("firstline_rounds_started_total").increment(1);
             let state = initial_state(input);
-            store(
-                pool,
-                thread_id,
-                round,
-                &[],
-                &input_checkpoint(state.clone()),
-            )
-            .await?;
+            owner
+                .store(pool, &[], &input_checkpoint(state.clone()))
+                .await?;
             (graph.stream(state, RECURSION_LIMIT), 0)
         }
     };
@@ -126,7 +140,7 @@ where
                     checkpoint: format!("{thread_id}/{round}/{}", checkpoint.step),
                 };
                 async {
-                    store(pool, thread_id, round, &step.ran, &checkpoint).await?;
+                    owner.store(pool, &step.ran, &checkpoint).await?;
                     heartbeat(beat.clone()).await;
                     Ok::<_, RoundError>(())
                 }
@@ -141,14 +155,23 @@ where
                 if let Some(checkpoint) = failed.checkpoint.as_deref()
                     && (checkpoint.step > 0 || !checkpoint.pending_writes.is_empty())
                 {
-                    store(pool, thread_id, round, &[], checkpoint).await?;
+                    owner.store(pool, &[], checkpoint).await?;
                 }
-                return Err(RoundError::Graph(failed.error.to_string()));
+                // A wiring error or a checkpoint from another graph would fail again.
+                let retryable =
+                    matches!(failed.error, firstline_graph::GraphError::NodeFailed { .. });
+                return Err(RoundError::Graph {
+                    message: failed.error.to_string(),
+                    retryable,
+                });
             }
         }
     }
     let Some(done) = last else {
-        return Err(RoundError::Graph("the graph ran no step".into()));
+        return Err(RoundError::Graph {
+            message: "the graph ran no step".into(),
+            retryable: true,
+        });
     };
     let mut result = outcome(done.step, &done.state);
     result.resumed_from = step_number(resumed_from);
@@ -211,51 +234,132 @@ fn step_number(step: usize) -> u32 {
     u32::try_from(step).unwrap_or(u32::MAX)
 }
 
-/// Stores `checkpoint` as step `checkpoint.step` of the round (replacing a failed attempt's).
-async fn store(
-    pool: &PgPool,
+/// Who writes a round's checkpoints: one attempt of one workflow run.
+struct Owner<'a> {
     thread_id: i64,
     round: u32,
-    nodes: &[String],
-    checkpoint: &IncidentCheckpoint,
+    run_id: &'a str,
+    attempt: u32,
+}
+
+impl Owner<'_> {
+    fn superseded(&self) -> RoundError {
+        RoundError::Superseded {
+            round: self.round,
+            attempt: self.attempt,
+        }
+    }
+
+    /// Takes the round's rows over for this attempt: drops another run's leftovers, and fails
+    /// when a later attempt already owns them.
+    async fn claim(&self, pool: &PgPool) -> Result<(), RoundError> {
+        let mut tx = pool.begin().await?;
+        lock_round(&mut tx, self.thread_id).await?;
+        sqlx::query(
+            "DELETE FROM round_checkpoints WHERE thread_id = $1 AND round = $2 AND run_id <> $3",
+        )
+        .bind(self.thread_id)
+        .bind(self.round as i32)
+        .bind(self.run_id)
+        .execute(&mut *tx)
+        .await?;
+        let newest: Option<i32> = sqlx::query_scalar(
+            "SELECT max(attempt) FROM round_checkpoints WHERE thread_id = $1 AND round = $2",
+        )
+        .bind(self.thread_id)
+        .bind(self.round as i32)
+        .fetch_one(&mut *tx)
+        .await?;
+        if newest.is_some_and(|n| n > self.attempt as i32) {
+            return Err(self.superseded());
+        }
+        // Only the owner changes: `created_at` still says when each step was first stored.
+        sqlx::query(
+            "UPDATE round_checkpoints SET attempt = $3 WHERE thread_id = $1 AND round = $2",
+        )
+        .bind(self.thread_id)
+        .bind(self.round as i32)
+        .bind(self.attempt as i32)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Stores `checkpoint` as step `checkpoint.step` (replacing a failed attempt's), unless a
+    /// later attempt owns the round.
+    async fn store(
+        &self,
+        pool: &PgPool,
+        nodes: &[String],
+        checkpoint: &IncidentCheckpoint,
+    ) -> Result<(), RoundError> {
+        let json = serde_json::to_value(checkpoint).map_err(|error| RoundError::BadCheckpoint {
+            thread_id: self.thread_id,
+            round: self.round,
+            error,
+        })?;
+        // Step 0 is the input, not a finished run, even though its `next` is empty.
+        let finished = checkpoint.step > 0 && checkpoint.is_finished();
+        let mut tx = pool.begin().await?;
+        lock_round(&mut tx, self.thread_id).await?;
+        let written = sqlx::query(
+            "INSERT INTO round_checkpoints
+                 (thread_id, round, step, run_id, attempt, nodes, checkpoint, finished)
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8
+              WHERE NOT EXISTS (SELECT 1 FROM round_checkpoints
+                                 WHERE thread_id = $1 AND round = $2 AND attempt > $5)
+             ON CONFLICT (thread_id, round, step)
+             DO UPDATE SET nodes = EXCLUDED.nodes, checkpoint = EXCLUDED.checkpoint,
+                           finished = EXCLUDED.finished, attempt = EXCLUDED.attempt,
+                           created_at = now()
+                     WHERE round_checkpoints.attempt <= EXCLUDED.attempt",
+        )
+        .bind(self.thread_id)
+        .bind(self.round as i32)
+        .bind(checkpoint.step as i32)
+        .bind(self.run_id)
+        .bind(self.attempt as i32)
+        .bind(nodes)
+        .bind(json)
+        .bind(finished)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if written == 0 {
+            return Err(self.superseded());
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Serialises claims and writes of a thread's checkpoints (the thread row's lock).
+async fn lock_round(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    thread_id: i64,
 ) -> Result<(), RoundError> {
-    let json = serde_json::to_value(checkpoint).map_err(|error| RoundError::BadCheckpoint {
-        thread_id,
-        round,
-        error,
-    })?;
-    // Step 0 is the input, not a finished run, even though its `next` is empty.
-    let finished = checkpoint.step > 0 && checkpoint.is_finished();
-    sqlx::query(
-        "INSERT INTO round_checkpoints (thread_id, round, step, nodes, checkpoint, finished)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (thread_id, round, step)
-         DO UPDATE SET nodes = EXCLUDED.nodes, checkpoint = EXCLUDED.checkpoint,
-                       finished = EXCLUDED.finished, created_at = now()",
-    )
-    .bind(thread_id)
-    .bind(round as i32)
-    .bind(checkpoint.step as i32)
-    .bind(nodes)
-    .bind(json)
-    .bind(finished)
-    .execute(pool)
-    .await?;
+    sqlx::query("SELECT 1 FROM threads WHERE id = $1 FOR UPDATE")
+        .bind(thread_id)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
-/// The round's last stored checkpoint.
+/// The round's last stored checkpoint in workflow run `run_id`.
 pub async fn latest_checkpoint(
     pool: &PgPool,
     thread_id: i64,
     round: u32,
+    run_id: &str,
 ) -> Result<Option<IncidentCheckpoint>, RoundError> {
     let row: Option<(serde_json::Value,)> = sqlx::query_as(
         "SELECT checkpoint FROM round_checkpoints
-          WHERE thread_id = $1 AND round = $2 ORDER BY step DESC LIMIT 1",
+          WHERE thread_id = $1 AND round = $2 AND run_id = $3 ORDER BY step DESC LIMIT 1",
     )
     .bind(thread_id)
     .bind(round as i32)
+    .bind(run_id)
     .fetch_optional(pool)
     .await?;
     row.map(|(json,)| {
@@ -285,5 +389,94 @@ mod tests {
         assert_eq!(target.namespace.as_deref(), Some("payments"));
         assert_eq!(target.pod.as_deref(), Some("payments-api-6d8f7b9c4-x2x7q"));
         assert_eq!(with_answers(alert, &[]), alert);
+    }
+
+    async fn thread(pool: &PgPool) -> i64 {
+        sqlx::query_scalar(
+            "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ('T1', 'C1', '1.0')
+             RETURNING id",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("a thread")
+    }
+
+    fn checkpoint(step: usize) -> IncidentCheckpoint {
+        Checkpoint {
+            step,
+            state: IncidentState::default(),
+            next: vec!["judge".into()],
+            joins: Vec::new(),
+            pending_writes: Vec::new(),
+        }
+    }
+
+    async fn owners(pool: &PgPool, thread_id: i64) -> Vec<(i32, String, i32)> {
+        sqlx::query_as(
+            "SELECT step, run_id, attempt FROM round_checkpoints WHERE thread_id = $1 ORDER BY step",
+        )
+        .bind(thread_id)
+        .fetch_all(pool)
+        .await
+        .expect("rows")
+    }
+
+    #[tokio::test]
+    async fn a_later_attempt_fences_off_an_earlier_one_and_a_new_run_starts_over() {
+        let db = firstline_testkit::test_db().await;
+        let thread_id = thread(&db.pool).await;
+        let first = Owner {
+            thread_id,
+            round: 1,
+            run_id: "run-a",
+            attempt: 1,
+        };
+        first.claim(&db.pool).await.expect("claim");
+        first
+            .store(&db.pool, &[], &checkpoint(0))
+            .await
+            .expect("step 0");
+        first
+            .store(&db.pool, &[], &checkpoint(1))
+            .await
+            .expect("step 1");
+
+        // The retry takes the round over; the stalled first attempt can write nothing more.
+        let retry = Owner {
+            attempt: 2,
+            ..first
+        };
+        retry.claim(&db.pool).await.expect("takeover");
+        assert!(matches!(
+            first.store(&db.pool, &[], &checkpoint(2)).await,
+            Err(RoundError::Superseded { attempt: 1, .. })
+        ));
+        assert!(matches!(
+            first.claim(&db.pool).await,
+            Err(RoundError::Superseded { .. })
+        ));
+        retry
+            .store(&db.pool, &[], &checkpoint(2))
+            .await
+            .expect("the retry writes");
+        let rows = owners(&db.pool, thread_id).await;
+        assert!(rows.iter().all(|(_, _, attempt)| *attempt == 2), "{rows:?}");
+        assert_eq!(rows.len(), 3);
+
+        // Another run at the same round (the first run failed) starts from nothing.
+        let next_run = Owner {
+            thread_id,
+            round: 1,
+            run_id: "run-b",
+            attempt: 1,
+        };
+        next_run.claim(&db.pool).await.expect("a new run's claim");
+        assert!(owners(&db.pool, thread_id).await.is_empty());
+        assert!(
+            latest_checkpoint(&db.pool, thread_id, 1, "run-b")
+                .await
+                .expect("read")
+                .is_none()
+        );
     }
 }

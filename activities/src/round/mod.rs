@@ -52,8 +52,12 @@ pub enum RoundError {
         round: u32,
         error: serde_json::Error,
     },
-    #[error("incident graph: {0}")]
-    Graph(String),
+    #[error("incident graph: {message}")]
+    Graph { message: String, retryable: bool },
+    #[error("attempt {attempt} of round {round} was superseded by a later attempt")]
+    Superseded { round: u32, attempt: u32 },
+    #[error("another attempt is posting round {round} right now")]
+    PostInProgress { round: u32 },
     #[error("slack: {0}")]
     Slack(#[from] firstline_bot::slack::SlackApiError),
     #[error("cancelled")]
@@ -64,12 +68,43 @@ impl RoundError {
     /// Whether another attempt could succeed. Missing rows and unreadable checkpoints will not
     /// mend themselves; a database, Slack or graph failure may.
     pub fn retryable(&self) -> bool {
-        !matches!(
-            self,
+        match self {
             RoundError::UnknownThread(_)
-                | RoundError::NotRun { .. }
-                | RoundError::NotCommitted { .. }
-                | RoundError::BadCheckpoint { .. }
-        )
+            | RoundError::NotRun { .. }
+            | RoundError::NotCommitted { .. }
+            | RoundError::BadCheckpoint { .. }
+            | RoundError::Superseded { .. } => false,
+            RoundError::Graph { retryable, .. } => *retryable,
+            RoundError::Slack(e) => slack_retryable(e),
+            RoundError::Database(e) => !matches!(
+                e,
+                sqlx::Error::Database(db) if db.constraint().is_some()
+            ),
+            RoundError::PostInProgress { .. } | RoundError::Cancelled => true,
+        }
+    }
+}
+
+/// Slack errors another attempt will not fix: the request or the workspace is wrong.
+fn slack_retryable(error: &firstline_bot::slack::SlackApiError) -> bool {
+    use firstline_bot::slack::SlackApiError;
+    const PERMANENT: &[&str] = &[
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "missing_scope",
+        "invalid_blocks",
+        "invalid_metadata_format",
+        "msg_too_long",
+        "no_text",
+    ];
+    match error {
+        SlackApiError::Api { code, .. } => !PERMANENT.contains(&code.as_str()),
+        SlackApiError::Invalid { .. } | SlackApiError::MissingField { .. } => false,
+        _ => true,
     }
 }

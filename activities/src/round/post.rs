@@ -21,8 +21,10 @@ pub const EYES: &str = "eyes";
 pub const GROUNDED: &str = "white_check_mark";
 /// Reaction for a reply that asks.
 pub const ASKING: &str = "question";
+/// Advisory lock class of "posting round N" (`FLPT`).
+const POST_LOCK_CLASS: i32 = 0x464c_5054;
 /// Thread messages read when looking for an earlier reply.
-const REPLIES_SCANNED: u16 = 200;
+const REPLIES_SCANNED: u16 = 4_000;
 
 /// Posts round `input.round` unless it is already posted.
 pub async fn post_to_thread(
@@ -42,6 +44,48 @@ pub async fn post_to_thread(
     let Some((round_id, grounded, result, posted_ts, attempted)) = row else {
         return Err(RoundError::NotCommitted { thread_id, round });
     };
+    // One attempt at a time: a slow attempt that outlived its timeout must not post while its
+    // retry does. The lock is the connection's; it goes when the attempt (or its process) does.
+    let mut lock = pool.acquire().await?;
+    let key = (POST_LOCK_CLASS, (round_id % i64::from(i32::MAX)) as i32);
+    let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
+        .bind(key.0)
+        .bind(key.1)
+        .fetch_one(&mut *lock)
+        .await?;
+    if !locked {
+        return Err(RoundError::PostInProgress { round });
+    }
+    let result = post_locked(
+        pool, slack, input, round_id, grounded, result, posted_ts, attempted,
+    )
+    .await;
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1, $2)")
+        .bind(key.0)
+        .bind(key.1)
+        .execute(&mut *lock)
+        .await;
+    if let Err(e) = unlocked {
+        // Dropping the connection would keep the lock: close it instead.
+        tracing::warn!(error = %e, "could not release the post lock; closing its connection");
+        let _ = lock.close().await;
+    }
+    result
+}
+
+/// The post itself, under the round's post lock.
+#[allow(clippy::too_many_arguments)]
+async fn post_locked(
+    pool: &PgPool,
+    slack: &SlackApi,
+    input: &PostInput,
+    round_id: i64,
+    grounded: bool,
+    result: serde_json::Value,
+    posted_ts: Option<String>,
+    attempted: bool,
+) -> Result<PostOutcome, RoundError> {
+    let (thread_id, round) = (input.thread_id, input.round);
     let channel = &input.thread.channel_id;
 
     let (ts, posted_now) = match posted_ts {
@@ -86,8 +130,8 @@ pub async fn post_to_thread(
         }
     };
 
-    if let Some(target) = &input.react_to {
-        // Best effort and idempotent: a missing 👀 or an existing ✅ is fine.
+    for target in &input.react_to {
+        // Idempotent: a missing 👀 or an existing ✅ is fine.
         if let Err(e) = slack.remove_reaction(channel, target, EYES).await {
             tracing::warn!(error = %e, "could not remove 👀");
         }

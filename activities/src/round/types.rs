@@ -141,6 +141,9 @@ pub struct RunGraphInput {
     pub thread_id: i64,
     /// The round's number (rounds committed + 1).
     pub round: u32,
+    /// The workflow run: checkpoints and cached tool results of another run's attempt at this
+    /// round (one that failed) are not reused.
+    pub run_id: String,
     pub alert: AlertMessage,
     pub context: ThreadContext,
     /// The mentions this round answers (those signalled since the previous round).
@@ -192,9 +195,8 @@ pub struct PostInput {
     pub thread: ThreadKey,
     pub thread_id: i64,
     pub round: u32,
-    /// The message whose 👀 becomes ✅ or ❓: the last mention the round answered, else the
-    /// alert.
-    pub react_to: Option<String>,
+    /// The messages whose 👀 becomes ✅ or ❓: the mentions the round answered, else the alert.
+    pub react_to: Vec<String>,
 }
 
 /// What `post_to_thread` did.
