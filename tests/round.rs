@@ -60,20 +60,7 @@ async fn an_alert_gets_one_grounded_summary_in_its_thread_and_chatter_wakes_noth
             .map(|m| m["event_type"].clone()),
         Some(Value::from("firstline_round"))
     );
-    let thread = app
-        .slack
-        .workspace()
-        .thread(&app.channel, &alert)
-        .unwrap_or_default();
-    let parent = thread.iter().find(|m| m.ts == alert).expect("the alert");
-    assert!(
-        parent
-            .reactions
-            .iter()
-            .any(|r| r.name == "white_check_mark"),
-        "{:?}",
-        parent.reactions
-    );
+    app.wait_reaction(&alert, &alert, "white_check_mark").await;
 
     // Committed with its evidence and supported claims.
     assert!(app.count("SELECT count(*) FROM evidence").await >= 3);
@@ -327,5 +314,38 @@ async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
     assert!(text.contains("Seen before"), "{text}");
     assert!(text.contains("added it"), "{text}");
     assert_eq!(app.rounds(&first).await.len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_round_that_cannot_post_says_so_in_the_thread() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    // Slack refuses the reply for good (`is_archived` is not worth retrying).
+    app.slack.fail_next(
+        "chat.postMessage",
+        firstline_bot::standin::state::Failure::Error("is_archived".into()),
+    );
+    let alert = app.post_alert(None).await;
+    let note = firstline_testkit::wait_for("the failure note", ROUND, || async {
+        app.bot_replies(&alert)
+            .into_iter()
+            .find(|m| m.text.contains("could not finish"))
+    })
+    .await;
+    assert!(note.text.contains("is_archived"), "{}", note.text);
+    assert_eq!(
+        note.metadata.as_ref().map(|m| m["event_type"].clone()),
+        Some(Value::from("firstline_round_failed"))
+    );
+    app.wait_reaction(&alert, &alert, "warning").await;
+    // The round itself is committed; only its post failed.
+    assert_eq!(
+        app.count("SELECT count(*) FROM rounds WHERE posted_ts IS NULL")
+            .await,
+        1
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(app.bot_replies(&alert).len(), 1, "one note, no report");
     app.stop().await;
 }

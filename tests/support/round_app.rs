@@ -272,6 +272,21 @@ impl RoundApp {
         .await;
     }
 
+    /// Waits until message `ts` in the thread has reaction `name` (reactions follow the post).
+    pub async fn wait_reaction(&self, thread_ts: &str, ts: &str, name: &str) {
+        let what = format!(":{name}: on {ts}");
+        firstline_testkit::wait_for(&what, Duration::from_secs(30), || async {
+            let thread = self.slack.workspace().thread(&self.channel, thread_ts)?;
+            let message = thread.into_iter().find(|m| m.ts == ts)?;
+            message
+                .reactions
+                .iter()
+                .any(|r| r.name == name)
+                .then_some(())
+        })
+        .await;
+    }
+
     /// The messages Firstline posted in the thread, oldest first.
     pub fn bot_replies(&self, thread_ts: &str) -> Vec<firstline_bot::standin::state::Message> {
         self.slack

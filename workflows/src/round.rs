@@ -12,21 +12,22 @@
 //! that lands while a round runs starts the next round right after it (invariant 5). The code is
 //! deterministic: Temporal timers and the SDK's `select!`, no clock, randomness or I/O — every
 //! fact comes from an activity's recorded result, including the limits (`load_context` carries
-//! the worker's configured [`RoundPolicy`]).
+//! the worker's configured [`RoundPolicy`]). A round whose activities run out of retries posts a
+//! short failure note in the thread (`post_failure`, invariant 10) before the run fails.
 
 use std::time::Duration;
 
 use firstline_activities::round::{
-    ActivityPolicy, CommitInput, LoadContextInput, PostInput, RoundActivities, RoundPolicy,
-    RunGraphInput, RunOutcome,
+    ActivityPolicy, CommitInput, FailureInput, LoadContextInput, PostInput, RoundActivities,
+    RoundPolicy, RunGraphInput, RunOutcome,
 };
 use firstline_bot::model::ThreadKey;
 use firstline_bot::schema::{MentionSignal, Trigger};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, CancellableFuture, SyncWorkflowContext, WorkflowContext, WorkflowContextView,
-    WorkflowResult,
+    ActivityExecutionError, ActivityOptions, CancellableFuture, SyncWorkflowContext,
+    WorkflowContext, WorkflowContextView, WorkflowResult,
 };
 
 /// Signals kept per run: a bound on workflow state whatever a channel does.
@@ -81,32 +82,6 @@ impl IncidentRound {
                 });
             };
             let round = context.rounds_done + 1;
-            ctx.execute_activity(
-                RoundActivities::run_graph,
-                RunGraphInput {
-                    thread: thread.clone(),
-                    thread_id,
-                    round,
-                    run_id: ctx.run_id().to_string(),
-                    alert: context.alert.clone(),
-                    context: context.thread.clone(),
-                    mentions: mentions.clone(),
-                },
-                options(&policy.run_graph),
-            )
-            .await?;
-            let committed = ctx
-                .execute_activity(
-                    RoundActivities::commit_round,
-                    CommitInput {
-                        thread_id,
-                        round,
-                        workflow_id: ctx.workflow_id().to_string(),
-                        run_id: ctx.run_id().to_string(),
-                    },
-                    options(&policy.activity),
-                )
-                .await?;
             // Every message the round answers: its mentions (their 👀), else the alert.
             let mut react_to: Vec<String> = mentions
                 .iter()
@@ -116,17 +91,72 @@ impl IncidentRound {
             if react_to.is_empty() && !context.alert.ts.is_empty() {
                 react_to.push(context.alert.ts.clone());
             }
-            ctx.execute_activity(
-                RoundActivities::post_to_thread,
-                PostInput {
-                    thread: thread.clone(),
-                    thread_id,
-                    round,
-                    react_to,
-                },
-                options(&policy.activity),
-            )
-            .await?;
+            let finished = async {
+                ctx.execute_activity(
+                    RoundActivities::run_graph,
+                    RunGraphInput {
+                        thread: thread.clone(),
+                        thread_id,
+                        round,
+                        run_id: ctx.run_id().to_string(),
+                        alert: context.alert.clone(),
+                        context: context.thread.clone(),
+                        mentions: mentions.clone(),
+                    },
+                    options(&policy.run_graph),
+                )
+                .await?;
+                let committed = ctx
+                    .execute_activity(
+                        RoundActivities::commit_round,
+                        CommitInput {
+                            thread_id,
+                            round,
+                            workflow_id: ctx.workflow_id().to_string(),
+                            run_id: ctx.run_id().to_string(),
+                        },
+                        options(&policy.activity),
+                    )
+                    .await?;
+                ctx.execute_activity(
+                    RoundActivities::post_to_thread,
+                    PostInput {
+                        thread: thread.clone(),
+                        thread_id,
+                        round,
+                        react_to: react_to.clone(),
+                    },
+                    options(&policy.activity),
+                )
+                .await?;
+                Ok::<_, ActivityExecutionError>(committed)
+            }
+            .await;
+            let committed = match finished {
+                Ok(committed) => committed,
+                Err(error) => {
+                    // Out of retries: say so in the thread (best effort), then fail the run.
+                    let note = ctx
+                        .execute_activity(
+                            RoundActivities::post_failure,
+                            FailureInput {
+                                thread: thread.clone(),
+                                thread_id,
+                                round,
+                                react_to,
+                                reason: chain(&error),
+                            },
+                            options(&policy.activity),
+                        )
+                        .await;
+                    if let Err(note_error) = note {
+                        ctx.set_current_details(format!(
+                            "could not post the failure note: {note_error}"
+                        ));
+                    }
+                    return Err(error.into());
+                }
+            };
             rounds_run += 1;
             answered = seen;
 
@@ -161,6 +191,21 @@ impl IncidentRound {
             self.mentions.push(mention);
         }
     }
+}
+
+/// An error and its causes, outermost first: the activity's own message is a cause of the
+/// SDK's "activity task failed".
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(cause) = source.take() {
+        parts.push(cause.to_string());
+        source = cause.source();
+        if parts.len() >= 8 {
+            break;
+        }
+    }
+    parts.join(": ")
 }
 
 /// Temporal options for an activity under `policy`.

@@ -121,6 +121,18 @@ impl RoundActivities {
             .map_err(failure)
     }
 
+    #[activity(name = "post_failure")]
+    pub async fn post_failure(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: FailureInput,
+    ) -> Result<PostOutcome, ActivityError> {
+        super::post::post_failure(&self.deps.slack, &input)
+            .instrument(span("post_failure", &ctx))
+            .await
+            .map_err(failure)
+    }
+
     #[activity(name = "post_to_thread")]
     pub async fn post_to_thread(
         self: Arc<Self>,

@@ -48,6 +48,9 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
     blocks
 }
 
+/// `metadata.event_type` of the note posted when a round could not finish.
+pub const FAILURE_EVENT_TYPE: &str = "firstline_round_failed";
+
 /// The reply's metadata: which thread and round it answers.
 pub fn round_metadata(thread_id: i64, round: u32, grounded: bool) -> Value {
     json!({"event_type": ROUND_EVENT_TYPE,
@@ -56,11 +59,16 @@ pub fn round_metadata(thread_id: i64, round: u32, grounded: bool) -> Value {
 
 /// Whether `metadata` marks the reply of `round` in `thread_id`.
 pub fn is_round_reply(metadata: Option<&Value>, thread_id: i64, round: u32) -> bool {
+    marks_round(metadata, ROUND_EVENT_TYPE, thread_id, round)
+}
+
+/// Whether `metadata` is of `event_type` and names `round` of `thread_id`.
+pub fn marks_round(metadata: Option<&Value>, event_type: &str, thread_id: i64, round: u32) -> bool {
     let Some(metadata) = metadata else {
         return false;
     };
     let payload = &metadata["event_payload"];
-    metadata["event_type"] == ROUND_EVENT_TYPE
+    metadata["event_type"] == event_type
         && number(&payload["thread_id"]) == Some(thread_id)
         && number(&payload["round"]) == Some(i64::from(round))
 }

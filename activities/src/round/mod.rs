@@ -33,6 +33,7 @@ pub mod names {
     pub const RUN_GRAPH: &str = "run_graph";
     pub const COMMIT_ROUND: &str = "commit_round";
     pub const POST_TO_THREAD: &str = "post_to_thread";
+    pub const POST_FAILURE: &str = "post_failure";
 }
 
 /// Errors of the round's activities. Which ones are worth retrying is [`RoundError::retryable`].

@@ -10,10 +10,15 @@ use firstline_bot::slack::{OutgoingMessage, SlackApi};
 use sqlx::PgPool;
 
 use super::RoundError;
-use super::blocks::{is_round_reply, round_blocks, round_metadata};
+use super::blocks::{
+    FAILURE_EVENT_TYPE, is_round_reply, marks_round, round_blocks, round_metadata,
+};
 use super::faults;
-use super::types::{PostInput, PostOutcome};
+use super::types::{FailureInput, PostInput, PostOutcome};
 use crate::incident::RoundResult;
+
+/// Reaction for a round that could not finish.
+pub const FAILED: &str = "warning";
 
 /// Reaction added on receipt of a mention (by the bot).
 pub const EYES: &str = "eyes";
@@ -173,4 +178,59 @@ async fn find_earlier_reply(
         .into_iter()
         .find(|r| is_round_reply(r.metadata.as_ref(), input.thread_id, input.round))
         .map(|r| r.ts))
+}
+
+/// Tells the thread that round `input.round` could not finish (invariant 10: the on-call
+/// engineer always gets an answer), once: a retry finds its note by metadata. The people who
+/// asked get ⚠️ instead of 👀.
+pub async fn post_failure(
+    slack: &SlackApi,
+    input: &FailureInput,
+) -> Result<PostOutcome, RoundError> {
+    let channel = &input.thread.channel_id;
+    let replies = slack
+        .thread_replies(channel, &input.thread.thread_ts, REPLIES_SCANNED)
+        .await?;
+    let metadata = serde_json::json!({"event_type": FAILURE_EVENT_TYPE,
+        "event_payload": {"thread_id": input.thread_id, "round": input.round}});
+    let earlier = replies.into_iter().find(|r| {
+        marks_round(
+            r.metadata.as_ref(),
+            FAILURE_EVENT_TYPE,
+            input.thread_id,
+            input.round,
+        )
+    });
+    let (ts, posted_now) = match earlier {
+        Some(reply) => (reply.ts, false),
+        None => {
+            let text = format!(
+                ":warning: Firstline could not finish its analysis (round {}): {}. \
+                 Mention me to try again; what was gathered so far is kept.",
+                input.round,
+                clip_reason(&input.reason)
+            );
+            let message = OutgoingMessage {
+                channel: channel.clone(),
+                thread_ts: Some(input.thread.thread_ts.clone()),
+                text,
+                blocks: None,
+                metadata: Some(metadata),
+            };
+            (slack.post_message(&message).await?, true)
+        }
+    };
+    for target in &input.react_to {
+        if let Err(e) = slack.remove_reaction(channel, target, EYES).await {
+            tracing::warn!(error = %e, "could not remove 👀");
+        }
+        slack.add_reaction(channel, target, FAILED).await?;
+    }
+    Ok(PostOutcome { ts, posted_now })
+}
+
+/// The first line of an error, at most 300 characters.
+fn clip_reason(reason: &str) -> String {
+    let line = reason.lines().next().unwrap_or_default();
+    line.chars().take(300).collect()
 }

@@ -207,6 +207,18 @@ pub struct PostOutcome {
     pub posted_now: bool,
 }
 
+/// `post_failure`'s input: a round that could not finish.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureInput {
+    pub thread: ThreadKey,
+    pub thread_id: i64,
+    pub round: u32,
+    /// The messages the round was answering (they get ⚠️).
+    pub react_to: Vec<String>,
+    /// What failed, in one line (no secrets: an activity error's message).
+    pub reason: String,
+}
+
 /// How a run of `incident_round` ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
