@@ -79,6 +79,21 @@ type IncidentRow = (
     bool,
 );
 
+/// Alertmanager posts `text` (in `thread` when given) as event `event_id` with ts `ts`.
+async fn alertmanager_says(
+    bot: &TestBot,
+    event_id: &str,
+    ts: &str,
+    thread: Option<&str>,
+    text: &str,
+) {
+    send(
+        bot,
+        &bot_event(event_id, ts, thread, ALERTMANAGER, "Alertmanager", text),
+    )
+    .await;
+}
+
 const ALERT: &str = "[FIRING:1] KubePodCrashLooping checkout\nLabels:\n - alertname = KubePodCrashLooping\n - namespace = shop\n - service = checkout";
 
 #[tokio::test]
@@ -86,18 +101,7 @@ async fn a_resolved_mention_resolves_with_the_humans_cause_and_the_rounds_summar
     let db = firstline_testkit::test_db().await;
     let bot = TestBot::start(&settings(&db.url), INGEST_ONLY).await;
     let alert_ts = "1733150000.000100";
-    send(
-        &bot,
-        &bot_event(
-            "Ev07RM000001",
-            alert_ts,
-            None,
-            ALERTMANAGER,
-            "Alertmanager",
-            ALERT,
-        ),
-    )
-    .await;
+    alertmanager_says(&bot, "Ev07RM000001", alert_ts, None, ALERT).await;
     let thread_id: i64 = sqlx::query_scalar("SELECT id FROM threads WHERE thread_ts = $1")
         .bind(alert_ts)
         .fetch_one(&db.pool)
@@ -207,46 +211,26 @@ async fn a_recovery_alert_resolves_the_matching_open_thread_and_never_wakes() {
     let bot = TestBot::start(&settings(&db.url), INGEST_ONLY).await;
     let crash = "1733160000.000100";
     let latency = "1733160001.000100";
-    send(
+    alertmanager_says(&bot, "Ev07RA000001", crash, None, ALERT).await;
+    alertmanager_says(
         &bot,
-        &bot_event(
-            "Ev07RA000001",
-            crash,
-            None,
-            ALERTMANAGER,
-            "Alertmanager",
-            ALERT,
-        ),
-    )
-    .await;
-    send(
-        &bot,
-        &bot_event(
-            "Ev07RA000002",
-            latency,
-            None,
-            ALERTMANAGER,
-            "Alertmanager",
-            "[FIRING:1] HighLatency payments\nnamespace: payments",
-        ),
+        "Ev07RA000002",
+        latency,
+        None,
+        "[FIRING:1] HighLatency payments\nnamespace: payments",
     )
     .await;
     // A recovery for another alertname resolves nothing.
-    send(
+    alertmanager_says(
         &bot,
-        &bot_event(
-            "Ev07RA000003",
-            "1733160002.000100",
-            None,
-            ALERTMANAGER,
-            "Alertmanager",
-            "[RESOLVED] DiskFull shop",
-        ),
+        "Ev07RA000003",
+        "1733160002.000100",
+        None,
+        "[RESOLVED] DiskFull shop",
     )
     .await;
     // Same alertname, other namespace: nothing either.
-    send(&bot, &bot_event("Ev07RA000004", "1733160003.000100", None, ALERTMANAGER, "Alertmanager",
-        "[RESOLVED] KubePodCrashLooping checkout\n - alertname = KubePodCrashLooping\n - namespace = staging")).await;
+    alertmanager_says(&bot, "Ev07RA000004", "1733160003.000100", None, "[RESOLVED] KubePodCrashLooping checkout\n - alertname = KubePodCrashLooping\n - namespace = staging").await;
     // Same alertname from another integration: nothing.
     send(
         &bot,
@@ -269,8 +253,7 @@ async fn a_recovery_alert_resolves_the_matching_open_thread_and_never_wakes() {
         0
     );
     // The matching recovery.
-    send(&bot, &bot_event("Ev07RA000006", "1733160005.000100", None, ALERTMANAGER, "Alertmanager",
-        "[RESOLVED] KubePodCrashLooping checkout\n - alertname = KubePodCrashLooping\n - namespace = shop")).await;
+    alertmanager_says(&bot, "Ev07RA000006", "1733160005.000100", None, "[RESOLVED] KubePodCrashLooping checkout\n - alertname = KubePodCrashLooping\n - namespace = shop").await;
     assert_eq!(status(&db.pool, crash).await, "resolved");
     assert_eq!(status(&db.pool, latency).await, "open");
     let (root_cause, resolution, alertname): (String, String, Option<String>) =
@@ -310,16 +293,12 @@ async fn a_recovery_alert_resolves_the_matching_open_thread_and_never_wakes() {
     assert_eq!(woken, [crash, latency]);
     // A second recovery of the same alert finds no open thread (the recovery threads themselves
     // never match).
-    send(
+    alertmanager_says(
         &bot,
-        &bot_event(
-            "Ev07RA000007",
-            "1733160006.000100",
-            None,
-            ALERTMANAGER,
-            "Alertmanager",
-            "[RESOLVED] KubePodCrashLooping checkout",
-        ),
+        "Ev07RA000007",
+        "1733160006.000100",
+        None,
+        "[RESOLVED] KubePodCrashLooping checkout",
     )
     .await;
     assert_eq!(
@@ -331,16 +310,12 @@ async fn a_recovery_alert_resolves_the_matching_open_thread_and_never_wakes() {
         1
     );
     // A recovery posted as a reply resolves its own thread (Grafana-style marker).
-    send(
+    alertmanager_says(
         &bot,
-        &bot_event(
-            "Ev07RA000008",
-            "1733160007.000100",
-            Some(latency),
-            ALERTMANAGER,
-            "Alertmanager",
-            "Resolved: HighLatency payments",
-        ),
+        "Ev07RA000008",
+        "1733160007.000100",
+        Some(latency),
+        "Resolved: HighLatency payments",
     )
     .await;
     assert_eq!(status(&db.pool, latency).await, "resolved");
@@ -357,18 +332,7 @@ async fn a_persons_check_mark_on_the_alert_resolves_and_bots_check_marks_do_not(
     let db = firstline_testkit::test_db().await;
     let bot = TestBot::start(&settings(&db.url), INGEST_ONLY).await;
     let alert_ts = "1733170000.000100";
-    send(
-        &bot,
-        &bot_event(
-            "Ev07CM000001",
-            alert_ts,
-            None,
-            ALERTMANAGER,
-            "Alertmanager",
-            ALERT,
-        ),
-    )
-    .await;
+    alertmanager_says(&bot, "Ev07CM000001", alert_ts, None, ALERT).await;
     // Another bot with a user id (it posts as a bot in the channel).
     let mut other_bot = bot_event(
         "Ev07CM000002",

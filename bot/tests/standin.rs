@@ -36,6 +36,16 @@ async fn standin(cancel: &CancellationToken) -> StandIn {
     .expect("stand-in")
 }
 
+/// The HTTP statuses of the stand-in's answers to `method`, in order.
+fn statuses(standin: &StandIn, method: &str) -> Vec<u16> {
+    standin
+        .calls()
+        .iter()
+        .filter(|c| c.method == method)
+        .map(|c| c.status)
+        .collect()
+}
+
 fn api(standin: &StandIn) -> SlackApi {
     SlackApi::new(
         &standin.api_url(),
@@ -117,13 +127,7 @@ async fn rate_limits_are_honoured_and_posts_are_paced_per_channel() {
         started.elapsed() >= Duration::from_secs(1),
         "waited Retry-After"
     );
-    let posts: Vec<u16> = slack
-        .calls()
-        .iter()
-        .filter(|c| c.method == "chat.postMessage")
-        .map(|c| c.status)
-        .collect();
-    assert_eq!(posts, [429, 200]);
+    assert_eq!(statuses(&slack, "chat.postMessage"), [429, 200]);
     // Pacing: three posts to one channel take ≥ 2 s; the 429 pushed the channel back too.
     let started = Instant::now();
     for i in 0..3 {
@@ -492,11 +496,7 @@ async fn thread_replies_follow_the_cursor_within_the_limit() {
     let all = api.thread_replies(INCIDENTS, &parent, 1000).await.unwrap();
     assert_eq!(all.len(), 451);
     assert_eq!(all[450].text, "reply 449");
-    let pages = slack
-        .calls()
-        .iter()
-        .filter(|c| c.method == "conversations.replies")
-        .count();
+    let pages = statuses(&slack, "conversations.replies").len();
     assert_eq!(pages, 3, "pages of 200");
     let some = api.thread_replies(INCIDENTS, &parent, 250).await.unwrap();
     assert_eq!(some.len(), 250);
@@ -598,13 +598,7 @@ async fn post_message_waits_out_a_429() {
         "{:?}",
         started.elapsed()
     );
-    let posts: Vec<u16> = slack
-        .calls()
-        .iter()
-        .filter(|c| c.method == "chat.postMessage")
-        .map(|c| c.status)
-        .collect();
-    assert_eq!(posts, [429, 200]);
+    assert_eq!(statuses(&slack, "chat.postMessage"), [429, 200]);
     let thread = slack.workspace().thread(INCIDENTS, &parent).unwrap();
     assert_eq!(thread.len(), 2, "posted once");
     assert_eq!(thread[1].ts, ts);

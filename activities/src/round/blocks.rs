@@ -5,10 +5,10 @@
 
 use serde_json::{Value, json};
 
+use firstline_bot::slack::limits::sections;
+
 use crate::incident::RoundResult;
 
-/// Longest section text Slack accepts.
-const MAX_SECTION_CHARS: usize = 3_000;
 /// Blocks kept for the report (the context line is one more).
 const MAX_REPORT_BLOCKS: usize = 45;
 /// `metadata.event_type` of every round reply; a retry finds its own reply by it.
@@ -23,7 +23,7 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
         .map(str::trim)
         .filter(|p| !p.is_empty())
     {
-        for chunk in chunks(paragraph, MAX_SECTION_CHARS) {
+        for chunk in sections(paragraph) {
             blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": chunk}}));
         }
     }
@@ -81,37 +81,11 @@ fn number(value: &Value) -> Option<i64> {
         .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
 }
 
-/// `text` in pieces of at most `max` characters, cut at line ends where possible.
-fn chunks(text: &str, max: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    for line in text.lines() {
-        let needed = current.chars().count() + line.chars().count() + 1;
-        if needed > max && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        if line.chars().count() > max {
-            let chars: Vec<char> = line.chars().collect();
-            for piece in chars.chunks(max) {
-                out.push(piece.iter().collect());
-            }
-            continue;
-        }
-        if !current.is_empty() {
-            current.push('\n');
-        }
-        current.push_str(line);
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::incident::Usage;
+    use firstline_bot::slack::limits::MAX_SECTION_CHARS;
 
     fn result(text: &str, grounded: bool) -> RoundResult {
         RoundResult {

@@ -200,18 +200,35 @@ impl Workspace {
         text: &str,
         blocks: Option<serde_json::Value>,
     ) -> Option<Message> {
+        self.with_message(channel, ts, |message| {
+            message.text = text.to_string();
+            if let Some(blocks) = blocks {
+                message.blocks = blocks
+                    .as_array()
+                    .is_some_and(|b| !b.is_empty())
+                    .then_some(blocks);
+            }
+            message.edited = true;
+            Ok(message.clone())
+        })
+        .ok()
+    }
+
+    /// Runs `change` on message `ts` of `channel` under the lock; Slack's error codes when
+    /// either is missing.
+    fn with_message<R>(
+        &self,
+        channel: &str,
+        ts: &str,
+        change: impl FnOnce(&mut Message) -> Result<R, &'static str>,
+    ) -> Result<R, &'static str> {
         let mut channels = lock(&self.channels);
-        let (_, messages) = channels.get_mut(channel)?;
-        let message = messages.iter_mut().find(|m| m.ts == ts)?;
-        message.text = text.to_string();
-        if let Some(blocks) = blocks {
-            message.blocks = blocks
-                .as_array()
-                .is_some_and(|b| !b.is_empty())
-                .then_some(blocks);
-        }
-        message.edited = true;
-        Some(message.clone())
+        let (_, messages) = channels.get_mut(channel).ok_or("channel_not_found")?;
+        let message = messages
+            .iter_mut()
+            .find(|m| m.ts == ts)
+            .ok_or("message_not_found")?;
+        change(message)
     }
 
     /// `user` adds reaction `name` to message `ts`: `Err(code)` as Slack would answer. `Ok`
@@ -223,24 +240,20 @@ impl Workspace {
         name: &str,
         user: &str,
     ) -> Result<Option<String>, &'static str> {
-        let mut channels = lock(&self.channels);
-        let (_, messages) = channels.get_mut(channel).ok_or("channel_not_found")?;
-        let message = messages
-            .iter_mut()
-            .find(|m| m.ts == ts)
-            .ok_or("message_not_found")?;
-        if message
-            .reactions
-            .iter()
-            .any(|r| r.name == name && r.user == user)
-        {
-            return Err("already_reacted");
-        }
-        message.reactions.push(Reaction {
-            name: name.to_string(),
-            user: user.to_string(),
-        });
-        Ok(author_user(&message.author))
+        self.with_message(channel, ts, |message| {
+            if message
+                .reactions
+                .iter()
+                .any(|r| r.name == name && r.user == user)
+            {
+                return Err("already_reacted");
+            }
+            message.reactions.push(Reaction {
+                name: name.to_string(),
+                user: user.to_string(),
+            });
+            Ok(author_user(&message.author))
+        })
     }
 
     /// `user` removes their reaction `name` from message `ts`: `Err("no_reaction")` when they
@@ -252,20 +265,16 @@ impl Workspace {
         name: &str,
         user: &str,
     ) -> Result<Option<String>, &'static str> {
-        let mut channels = lock(&self.channels);
-        let (_, messages) = channels.get_mut(channel).ok_or("channel_not_found")?;
-        let message = messages
-            .iter_mut()
-            .find(|m| m.ts == ts)
-            .ok_or("message_not_found")?;
-        let before = message.reactions.len();
-        message
-            .reactions
-            .retain(|r| !(r.name == name && r.user == user));
-        if message.reactions.len() == before {
-            return Err("no_reaction");
-        }
-        Ok(author_user(&message.author))
+        self.with_message(channel, ts, |message| {
+            let before = message.reactions.len();
+            message
+                .reactions
+                .retain(|r| !(r.name == name && r.user == user));
+            if message.reactions.len() == before {
+                return Err("no_reaction");
+            }
+            Ok(author_user(&message.author))
+        })
     }
 
     /// A thread: the parent, then its replies in order.
