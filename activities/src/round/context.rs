@@ -177,31 +177,21 @@ fn pick_alert(messages: &[StoredMessage], thread_ts: &str) -> AlertMessage {
 /// Most recent messages first until `budget` characters are used, returned oldest first. The
 /// alert itself is the round's input, not part of the conversation.
 fn compact(messages: &[StoredMessage], thread_ts: &str, budget: usize) -> Vec<ConversationMessage> {
-    let mut used = 0usize;
-    let mut kept = Vec::new();
-    for m in messages.iter().rev() {
-        if m.kind == "alert" && m.ts == thread_ts {
-            continue;
-        }
-        let text = clip(&redact(&m.text).text, MAX_MESSAGE_CHARS);
-        let cost = text.chars().count();
-        if used + cost > budget {
-            break;
-        }
-        used += cost;
-        kept.push(ConversationMessage {
+    let conversation = messages
+        .iter()
+        .filter(|m| !(m.kind == "alert" && m.ts == thread_ts))
+        .map(|m| ConversationMessage {
             author: m
                 .user_id
                 .clone()
                 .or_else(|| m.bot.clone())
                 .unwrap_or_default(),
             kind: m.kind.clone(),
-            text,
+            text: clip(&redact(&m.text).text, MAX_MESSAGE_CHARS),
             ts: m.ts.clone(),
-        });
-    }
-    kept.reverse();
-    kept
+        })
+        .collect();
+    newest_within(conversation, budget, |m| m.text.chars().count())
 }
 
 /// The newest `items` (they are oldest first) whose `cost` fits in `budget`, oldest first.
