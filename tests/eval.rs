@@ -13,7 +13,7 @@ use tokio::process::Command;
 /// must shrink when they are fixed). Empty: every case must pass.
 const EXPECT_FAIL: &[&str] = &[];
 
-/// The five HolmesGPT cases in ../shared/peer/holmesgpt.
+/// The five HolmesGPT cases in third_party/peer/holmesgpt.
 const PEER_CASES: &[&str] = &[
     "01_oom_kill",
     "02_crashloop_backoff",
@@ -58,7 +58,7 @@ fn table_of(output: &Output) -> String {
 async fn every_scenario_and_peer_case_passes() {
     let db = firstline_testkit::test_db().await;
     let scenarios = repo().join("lab/scenarios");
-    let peers = repo().join("../shared/peer/holmesgpt");
+    let peers = repo().join("third_party/peer/holmesgpt");
     let mut args = vec!["--database-url", db.url.expose()];
     for name in EXPECT_FAIL {
         args.extend(["--expect-fail", name]);

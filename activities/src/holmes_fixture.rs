@@ -1,4 +1,4 @@
-//! Reading HolmesGPT's recorded tool calls (`*.txt` in ../shared/peer/holmesgpt/<case>/).
+//! Reading HolmesGPT's recorded tool calls (`*.txt` in third_party/peer/holmesgpt/<case>/).
 //!
 //! Each file is one call: line 1 a JSON header `{toolset_name, tool_name, match_params}`, line 2
 //! a JSON status `{status, error, return_code, params, …}`, then the output. Most files put the

@@ -1,4 +1,4 @@
-//! The detectors on HolmesGPT's recorded investigations (../shared/peer/holmesgpt/, a peer's
+//! The detectors on HolmesGPT's recorded investigations (third_party/peer/holmesgpt/, a peer's
 //! test suite used unchanged). Each case's recorded tool outputs go through the same path the
 //! investigation uses — redact, excerpt, evidence — and the findings must mention the case's
 //! `rubric.yaml` keywords, cite verbatim quotes, and include a verified cause (verdict: post).
@@ -14,7 +14,7 @@ use firstline_activities::holmes_fixture::RecordedToolCall;
 use firstline_activities::redact::redact;
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/peer/holmesgpt")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/peer/holmesgpt")
 }
 
 /// Their tool names onto our capabilities. Previous-container logs are told apart by the

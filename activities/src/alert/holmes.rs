@@ -1,6 +1,6 @@
 //! Adapter from HolmesGPT's `investigate_request.json` to an [`AlertTarget`].
 //!
-//! HolmesGPT's evaluation fixtures (../shared/peer/holmesgpt) describe each incident as a
+//! HolmesGPT's evaluation fixtures (third_party/peer/holmesgpt) describe each incident as a
 //! request: `title`, `description`, `subject { name, subject_type | kind, namespace, node,
 //! container, cluster, labels, annotations }` and an optional `context.issue_type`. The lab's
 //! evaluation runs those fixtures through Firstline, so the request must become the same

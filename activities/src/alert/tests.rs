@@ -240,7 +240,7 @@ fn replicaset_label_derives_deployment() {
 
 fn holmes_request(case: &str) -> String {
     let path = format!(
-        "{}/../../shared/peer/holmesgpt/{case}/investigate_request.json",
+        "{}/../third_party/peer/holmesgpt/{case}/investigate_request.json",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))

@@ -6,7 +6,7 @@ use slack_morphism::prelude::SlackEventCallbackBody;
 const BOT: &str = "U07F1RSTBOT";
 
 fn fixtures_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/peer/slack/events")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/peer/slack/events")
 }
 
 fn rules() -> Vec<AlertRule> {
@@ -56,7 +56,7 @@ fn every_fixture_parses_and_every_message_subtype_has_a_defined_kind() {
         ("MessageEkmAccessDeniedPayload.json", Kind::Chatter),
     ];
     let mut files: Vec<_> = std::fs::read_dir(fixtures_dir())
-        .expect("the Slack event fixtures in ../shared/peer/slack/events")
+        .expect("the Slack event fixtures in third_party/peer/slack/events")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
