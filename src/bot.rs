@@ -19,8 +19,10 @@ pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
     pool.close().await;
     let cancel = CancellationToken::new();
     let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
-    if let Some(addr) = running.http_addr {
-        println!("bot       http://{addr}/slack/events");
+    if let Some(url) = running.events_url() {
+        println!("bot       {url}");
+    } else if let Some(addr) = running.http_addr {
+        println!("bot       Socket Mode; health and metrics on http://{addr}");
     }
     tokio::select! {
         _ = terminate.recv() => {}
@@ -93,15 +95,11 @@ pub async fn start_for_dev(
         Some(standin)
     };
     let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
-    if let Some(addr) = running.http_addr {
-        lines.push(format!("bot       http://{addr}/slack/events"));
+    if let Some(url) = running.events_url() {
+        lines.push(format!("bot       {url}"));
     }
     if let Some(standin) = &standin {
-        standin.set_events_url(
-            running
-                .http_addr
-                .map(|a| format!("http://{a}/slack/events")),
-        );
+        standin.set_events_url(running.events_url());
         lines.push(format!(
             "slack     {}  (Slack stand-in: open it to watch channels and threads)",
             standin.url()

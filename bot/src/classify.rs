@@ -113,7 +113,19 @@ impl Classifier {
     }
 
     /// Classifies one push payload (`{"type": "event_callback", "event": {…}, …}`).
+    ///
+    /// NUL characters become U+FFFD first: Postgres stores neither a NUL in `text` nor `\u0000`
+    /// in `jsonb`, and a message it refuses would be refused on every retry and lost.
     pub fn classify(&self, payload: &Value) -> Result<Incoming, Skip> {
+        if has_nul(payload) {
+            let mut clean = payload.clone();
+            replace_nul(&mut clean);
+            return self.classify_clean(&clean);
+        }
+        self.classify_clean(payload)
+    }
+
+    fn classify_clean(&self, payload: &Value) -> Result<Incoming, Skip> {
         let kind = str_at(payload, "type").unwrap_or_default();
         if kind != "event_callback" {
             return Err(Skip::NotACallback(kind.to_string()));
@@ -238,6 +250,33 @@ impl<'a> Fields<'a> {
                     .or_else(|| inner.get("bot_profile").and_then(|p| str_at(p, "name"))),
             },
         })
+    }
+}
+
+/// Whether any string or key in `value` holds a NUL.
+fn has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
+fn replace_nul(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = s.replace('\0', "\u{FFFD}"),
+        Value::Array(items) => items.iter_mut().for_each(replace_nul),
+        Value::Object(map) => {
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(k, mut v)| {
+                    replace_nul(&mut v);
+                    (k.replace('\0', "\u{FFFD}"), v)
+                })
+                .collect();
+        }
+        _ => {}
     }
 }
 

@@ -1,4 +1,5 @@
-//! The Events API endpoint (`POST /slack/events`) plus `/healthz` and `/metrics`.
+//! The Events API endpoint (`POST /slack/events`) plus `/healthz` and `/metrics` (which a Socket
+//! Mode bot serves alone: [`operations_router`]).
 //!
 //! Order of checks on an event request: body size (413) → signature and 5-minute timestamp
 //! window, verified by slack-morphism's axum layer in constant time (401) → JSON shape (400) →
@@ -21,13 +22,6 @@ use slack_morphism::signature_verifier::{
     SlackEventAbsentSignatureError, SlackEventSignatureVerifierError,
 };
 use std::sync::Arc;
-
-/// What the router needs.
-#[derive(Clone)]
-struct AppState {
-    pipeline: Pipeline,
-    metrics: Option<PrometheusHandle>,
-}
 
 /// The bot's HTTP routes. `signing_secret` verifies every event request.
 pub fn router(
@@ -52,14 +46,20 @@ pub fn router(
                 .with_event_extractor(SlackEventsExtractors::push_event()),
         ),
     );
-    Router::new()
-        .merge(events)
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/metrics", get(render_metrics))
+    events
+        .with_state(pipeline)
+        .merge(operations_router(metrics))
         .layer(middleware::from_fn(move |request, next| {
             limit_body(request, next, body_limit)
         }))
-        .with_state(AppState { pipeline, metrics })
+}
+
+/// `/healthz` and `/metrics` alone: what a Socket Mode bot (no Events API endpoint) serves.
+pub fn operations_router(metrics: Option<PrometheusHandle>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(render_metrics))
+        .with_state(metrics)
 }
 
 /// 413 for a declared length over the limit; a longer chunked body fails the read (400).
@@ -108,7 +108,7 @@ fn one_line(s: &str) -> String {
 }
 
 async fn events(
-    State(state): State<AppState>,
+    State(pipeline): State<Pipeline>,
     Extension(event): Extension<SlackPushEvent>,
     headers: HeaderMap,
     body: String,
@@ -135,7 +135,7 @@ async fn events(
                 Ok(value) => value,
                 Err(_) => return StatusCode::BAD_REQUEST.into_response(),
             };
-            match state.pipeline.handle(&payload).await {
+            match pipeline.handle(&payload).await {
                 Ok(
                     Handled::Stored { .. }
                     | Handled::Resolved { .. }
@@ -151,8 +151,8 @@ async fn events(
     }
 }
 
-async fn render_metrics(State(state): State<AppState>) -> Response {
-    match state.metrics {
+async fn render_metrics(State(metrics): State<Option<PrometheusHandle>>) -> Response {
+    match metrics {
         Some(handle) => (
             [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
             handle.render(),

@@ -1,13 +1,20 @@
-//! Recording one classified message: ONE Postgres transaction (thread upsert, message insert
-//! deduplicated on `event_id` and `(channel, ts)`, outbox rows, and the resolution the message
-//! causes, if any — [`crate::resolution`]), committed before Slack is acked (DESIGN invariants
-//! 1–3). A duplicate inserts nothing and is acked like a success. Alerts and mentions get a
-//! `wake` row, except recovery alerts (recorded and published, never woken).
+//! Recording classified messages: ONE Postgres transaction for a batch of them (thread upserts,
+//! message inserts deduplicated on `event_id` and `(channel, ts)`, outbox rows, and the
+//! resolutions the messages cause, if any — [`crate::resolution`]), committed before Slack is
+//! acked (DESIGN invariants 1–3). A duplicate inserts nothing and is acked like a success. Alerts
+//! and mentions get a `wake` row, except recovery alerts (recorded and published, never woken).
+//!
+//! A batch is what [`writer`] collected while the previous commit was in flight (group commit):
+//! one statement over arrays, one round trip and one fsync, instead of five statements and an
+//! fsync per event. A batch of one is the same statement for one event.
+
+pub mod writer;
 
 use crate::model::Incoming;
 use crate::resolution;
 use crate::schema::{MessageRecord, WakeRecord};
 use sqlx::PgPool;
+use std::collections::{HashMap, HashSet};
 
 /// What recording did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,90 +28,298 @@ pub enum Recorded {
         /// The thread this message resolved (`threads.id`), if any.
         resolved: Option<i64>,
     },
-    /// Already stored (same `event_id`, or same `(channel, ts)`): nothing written.
+    /// Already stored (same `event_id`, or same `(channel, ts)`, earlier or earlier in the
+    /// batch): nothing written.
     Duplicate,
 }
 
-/// Records `message` in one transaction. Any error leaves nothing behind (the transaction is
-/// rolled back when dropped). `bot_user_id` recognises the mention token of a resolved-mention.
+/// Records one message in its own transaction. Any error leaves nothing behind.
+/// `bot_user_id` recognises the mention token of a resolved-mention.
 pub async fn record(
     pool: &PgPool,
     message: &Incoming,
     bot_user_id: &str,
 ) -> Result<Recorded, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    let thread_id: i64 = sqlx::query_scalar(
-        "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ($1, $2, $3)
-         ON CONFLICT (team_id, channel_id, thread_ts)
-         DO UPDATE SET last_activity_at = now()
-         RETURNING id",
-    )
-    .bind(&message.thread.team_id)
-    .bind(&message.thread.channel_id)
-    .bind(&message.thread.thread_ts)
-    .fetch_one(&mut *tx)
-    .await?;
-    let inserted: Option<(i64, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
-        "INSERT INTO messages (thread_id, event_id, team_id, channel_id, ts, thread_ts, kind,
-                               user_id, bot_id, app_id, username, text, raw)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-         ON CONFLICT DO NOTHING
-         RETURNING id, received_at",
-    )
-    .bind(thread_id)
-    .bind(&message.event_id)
-    .bind(&message.thread.team_id)
-    .bind(&message.thread.channel_id)
-    .bind(&message.ts)
-    .bind(&message.thread_ts)
-    .bind(message.kind.as_str())
-    .bind(&message.user_id)
-    .bind(&message.bot_id)
-    .bind(&message.app_id)
-    .bind(&message.username)
-    .bind(&message.text)
-    .bind(&message.raw)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((message_id, received_at)) = inserted else {
-        tx.rollback().await?;
-        return Ok(Recorded::Duplicate);
+    let mut recorded = record_batch(pool, &[message], bot_user_id).await?;
+    Ok(recorded.pop().unwrap_or(Recorded::Duplicate))
+}
+
+/// Records `messages` atomically and says what became of each, in order. All or nothing: any
+/// error leaves nothing of the batch behind.
+///
+/// Threads, messages and outbox rows are ONE statement (data-modifying CTEs), so a batch costs
+/// one round trip and one commit. Only a batch holding a message that may resolve a thread
+/// ([`resolution::may_resolve`]) wraps it in a transaction, for the resolution's statements.
+/// Rows are written in `(channel, ts)` order, whatever the arrival order, so two concurrent
+/// batches take their row locks in the same order and cannot deadlock each other.
+pub async fn record_batch(
+    pool: &PgPool,
+    messages: &[&Incoming],
+    bot_user_id: &str,
+) -> Result<Vec<Recorded>, sqlx::Error> {
+    let mut fresh = first_of_each(messages);
+    let mut recorded = vec![Recorded::Duplicate; messages.len()];
+    if fresh.is_empty() {
+        return Ok(recorded);
+    }
+    fresh.sort_by(|&a, &b| {
+        (&messages[a].thread.channel_id, &messages[a].ts)
+            .cmp(&(&messages[b].thread.channel_id, &messages[b].ts))
+    });
+    let received_at = chrono::Utc::now();
+    let batch = Columns::of(fresh.iter().map(|&i| messages[i]), received_at)?;
+    let resolving: Vec<usize> = fresh
+        .iter()
+        .copied()
+        .filter(|&i| resolution::may_resolve(messages[i], bot_user_id))
+        .collect();
+
+    let mut tx = match resolving.is_empty() {
+        true => None,
+        false => Some(pool.begin().await?),
     };
-    let publish = serde_json::to_value(MessageRecord::new(message_id, message, received_at))
-        .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    let resolved = resolution::on_message(&mut tx, message, thread_id, bot_user_id)
-        .await?
-        .map(|r| r.thread_id);
-    let wakes = message.kind.wakes() && !resolution::is_recovery_alert(message);
-    let wake = if wakes {
-        Some(
-            serde_json::to_value(WakeRecord::new(message))
-                .map_err(|e| sqlx::Error::Encode(Box::new(e)))?,
+    let insert = batch.insert_query();
+    let inserted: Vec<(i64, i64, String, String)> = match tx.as_mut() {
+        Some(tx) => insert.fetch_all(&mut **tx).await?,
+        None => insert.fetch_all(pool).await?,
+    };
+    let stored: HashMap<(String, String), (i64, i64)> = inserted
+        .into_iter()
+        .map(|(id, thread_id, channel, ts)| ((channel, ts), (id, thread_id)))
+        .collect();
+    let stored_as = |m: &Incoming| {
+        stored
+            .get(&(m.thread.channel_id.clone(), m.ts.clone()))
+            .copied()
+    };
+    for &i in &fresh {
+        if let Some((message_id, _)) = stored_as(messages[i]) {
+            recorded[i] = Recorded::Stored {
+                message_id,
+                wakes: wakes(messages[i]),
+                resolved: None,
+            };
+        }
+    }
+    if let Some(mut tx) = tx {
+        for i in resolving {
+            let Some((_, thread_id)) = stored_as(messages[i]) else {
+                continue;
+            };
+            let resolved = resolution::on_message(&mut tx, messages[i], thread_id, bot_user_id)
+                .await?
+                .map(|r| r.thread_id);
+            if let Recorded::Stored { resolved: slot, .. } = &mut recorded[i] {
+                *slot = resolved;
+            }
+        }
+        tx.commit().await?;
+    }
+    Ok(recorded)
+}
+
+/// Whether a stored message gets a `wake` row: alerts and mentions, except recovery alerts.
+fn wakes(message: &Incoming) -> bool {
+    message.kind.wakes() && !resolution::is_recovery_alert(message)
+}
+
+/// A batch as the columns of the insert statement, in insertion order.
+struct Columns<'a> {
+    team_ids: Vec<&'a str>,
+    channel_ids: Vec<&'a str>,
+    thread_keys: Vec<&'a str>,
+    event_ids: Vec<Option<&'a str>>,
+    ts: Vec<&'a str>,
+    thread_ts: Vec<Option<&'a str>>,
+    kinds: Vec<&'static str>,
+    user_ids: Vec<Option<&'a str>>,
+    bot_ids: Vec<Option<&'a str>>,
+    app_ids: Vec<Option<&'a str>>,
+    usernames: Vec<Option<&'a str>>,
+    texts: Vec<&'a str>,
+    raws: Vec<&'a serde_json::Value>,
+    /// The Kafka record, `message_id` filled in by the statement.
+    publish: Vec<serde_json::Value>,
+    wake: Vec<Option<serde_json::Value>>,
+    received_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(
+        messages: impl Iterator<Item = &'a Incoming>,
+        received_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Self, sqlx::Error> {
+        let encode = |e: serde_json::Error| sqlx::Error::Encode(Box::new(e));
+        let mut c = Columns {
+            team_ids: Vec::new(),
+            channel_ids: Vec::new(),
+            thread_keys: Vec::new(),
+            event_ids: Vec::new(),
+            ts: Vec::new(),
+            thread_ts: Vec::new(),
+            kinds: Vec::new(),
+            user_ids: Vec::new(),
+            bot_ids: Vec::new(),
+            app_ids: Vec::new(),
+            usernames: Vec::new(),
+            texts: Vec::new(),
+            raws: Vec::new(),
+            publish: Vec::new(),
+            wake: Vec::new(),
+            received_at,
+        };
+        for m in messages {
+            c.team_ids.push(&m.thread.team_id);
+            c.channel_ids.push(&m.thread.channel_id);
+            c.thread_keys.push(&m.thread.thread_ts);
+            c.event_ids.push(m.event_id.as_deref());
+            c.ts.push(&m.ts);
+            c.thread_ts.push(m.thread_ts.as_deref());
+            c.kinds.push(m.kind.as_str());
+            c.user_ids.push(m.user_id.as_deref());
+            c.bot_ids.push(m.bot_id.as_deref());
+            c.app_ids.push(m.app_id.as_deref());
+            c.usernames.push(m.username.as_deref());
+            c.texts.push(&m.text);
+            c.raws.push(&m.raw);
+            c.publish
+                .push(serde_json::to_value(MessageRecord::new(0, m, received_at)).map_err(encode)?);
+            c.wake.push(match wakes(m) {
+                true => Some(serde_json::to_value(WakeRecord::new(m)).map_err(encode)?),
+                false => None,
+            });
+        }
+        Ok(c)
+    }
+
+    /// Upserts the threads, inserts the messages (`ON CONFLICT DO NOTHING`: repeats of stored
+    /// messages vanish here) and the outbox rows of those inserted; returns
+    /// `(message id, thread id, channel, ts)` of each inserted message.
+    fn insert_query(
+        self,
+    ) -> sqlx::query::QueryAs<
+        'a,
+        sqlx::Postgres,
+        (i64, i64, String, String),
+        sqlx::postgres::PgArguments,
+    > {
+        sqlx::query_as(
+            "WITH input AS (
+               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                                    $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                                    $11::text[], $12::text[], $13::jsonb[], $14::jsonb[],
+                                    $15::jsonb[])
+                 WITH ORDINALITY AS i(team_id, channel_id, thread_key, event_id, ts, thread_ts,
+                                      kind, user_id, bot_id, app_id, username, text, raw,
+                                      publish, wake, ord)
+             ),
+             thread AS (
+               INSERT INTO threads (team_id, channel_id, thread_ts)
+               SELECT DISTINCT team_id, channel_id, thread_key FROM input ORDER BY 1, 2, 3
+               ON CONFLICT (team_id, channel_id, thread_ts)
+               DO UPDATE SET last_activity_at = now()
+               RETURNING id, team_id, channel_id, thread_ts
+             ),
+             message AS (
+               INSERT INTO messages (thread_id, event_id, team_id, channel_id, ts, thread_ts,
+                                     kind, user_id, bot_id, app_id, username, text, raw,
+                                     received_at)
+               SELECT t.id, i.event_id, i.team_id, i.channel_id, i.ts, i.thread_ts, i.kind,
+                      i.user_id, i.bot_id, i.app_id, i.username, i.text, i.raw, $16
+               FROM input i
+               JOIN thread t ON t.team_id = i.team_id AND t.channel_id = i.channel_id
+                            AND t.thread_ts = i.thread_key
+               ORDER BY i.ord
+               ON CONFLICT DO NOTHING
+               RETURNING id, thread_id, channel_id, ts
+             ),
+             outbox_rows AS (
+               INSERT INTO outbox (kind, thread_id, message_id, payload)
+               SELECT o.kind, m.thread_id, m.id, o.payload
+               FROM message m
+               JOIN input i ON i.channel_id = m.channel_id AND i.ts = m.ts
+               CROSS JOIN LATERAL (
+                 VALUES ('publish', jsonb_set(i.publish, '{message_id}', to_jsonb(m.id))),
+                        ('wake', i.wake)
+               ) AS o(kind, payload)
+               WHERE o.payload IS NOT NULL
+             )
+             SELECT id, thread_id, channel_id, ts FROM message",
         )
-    } else {
-        None
-    };
-    sqlx::query(
-        "INSERT INTO outbox (kind, thread_id, message_id, payload)
-         SELECT k, $1, $2, p FROM unnest($3::text[], $4::jsonb[]) AS t(k, p)",
-    )
-    .bind(thread_id)
-    .bind(message_id)
-    .bind(if wakes {
-        vec!["publish", "wake"]
-    } else {
-        vec!["publish"]
-    })
-    .bind(match wake {
-        Some(w) => vec![publish, w],
-        None => vec![publish],
-    })
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(Recorded::Stored {
-        message_id,
-        wakes,
-        resolved,
-    })
+        .bind(self.team_ids)
+        .bind(self.channel_ids)
+        .bind(self.thread_keys)
+        .bind(self.event_ids)
+        .bind(self.ts)
+        .bind(self.thread_ts)
+        .bind(self.kinds)
+        .bind(self.user_ids)
+        .bind(self.bot_ids)
+        .bind(self.app_ids)
+        .bind(self.usernames)
+        .bind(self.texts)
+        .bind(self.raws)
+        .bind(self.publish)
+        .bind(self.wake)
+        .bind(self.received_at)
+    }
+}
+
+/// Indices of the messages that are not repeats of an earlier one in the batch (same `event_id`,
+/// or same `(channel, ts)`: the `app_mention` and `message` events of one mention), in order.
+fn first_of_each(messages: &[&Incoming]) -> Vec<usize> {
+    let mut events = HashSet::new();
+    let mut positions = HashSet::new();
+    (0..messages.len())
+        .filter(|&i| {
+            let m = messages[i];
+            let new_event = m.event_id.as_deref().is_none_or(|e| events.insert(e));
+            new_event && positions.insert((m.thread.channel_id.as_str(), m.ts.as_str()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Kind, ThreadKey};
+
+    fn message(event_id: Option<&str>, channel: &str, ts: &str) -> Incoming {
+        Incoming {
+            event_id: event_id.map(String::from),
+            thread: ThreadKey {
+                team_id: "T1".into(),
+                channel_id: channel.into(),
+                thread_ts: ts.into(),
+            },
+            ts: ts.into(),
+            thread_ts: None,
+            kind: Kind::Chatter,
+            user_id: None,
+            bot_id: None,
+            app_id: None,
+            username: None,
+            text: String::new(),
+            raw: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn repeats_within_a_batch_keep_the_first_arrival() {
+        let a = message(Some("Ev1"), "C1", "1.1");
+        let retry = message(Some("Ev1"), "C1", "1.1");
+        let other_event_same_message = message(Some("Ev2"), "C1", "1.1");
+        let same_ts_other_channel = message(Some("Ev3"), "C2", "1.1");
+        let no_event_id = message(None, "C1", "2.2");
+        let no_event_id_again = message(None, "C1", "2.2");
+        let batch = [
+            &a,
+            &retry,
+            &other_event_same_message,
+            &same_ts_other_channel,
+            &no_event_id,
+            &no_event_id_again,
+        ];
+        assert_eq!(first_of_each(&batch), vec![0, 3, 4]);
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! Slack ──Events API (http.rs) or Socket Mode (socket.rs)──▶ pipeline.rs
-//!    classify.rs → ingest.rs: ONE transaction (thread, message deduped, outbox rows,
-//!                  resolution.rs: resolved thread + incident) → ack
+//!    classify.rs → ingest/writer.rs (group commit) → ingest.rs: ONE transaction per batch
+//!                  (threads, messages deduped, outbox rows, resolution.rs: resolved thread +
+//!                  incident) → ack each message after its batch commits
 //! relay/ (background, replica-safe): outbox publish → Kafka (relay/kafka.rs)
 //!                                    outbox wake    → Temporal signal-with-start (relay/temporal.rs)
 //! slack/: the Web API client (post with Block Kit + metadata, update, react, replies), limits,

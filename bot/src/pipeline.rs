@@ -1,11 +1,13 @@
-//! The path every event takes after transport (Events API or Socket Mode): classify → record in
-//! one transaction (bounded by `bot.ingest_timeout_ms`) → tell the caller whether it may ack.
+//! The path every event takes after transport (Events API or Socket Mode): classify → record
+//! through the group-commit [`Writer`] (bounded by `bot.ingest_timeout_ms`) → tell the caller
+//! whether it may ack.
 //! A ✅ `reaction_added` is the one non-message event processed: it may resolve a thread, in its
 //! own bounded transaction, before the ack ([`crate::resolution`]). Side effects that are not
 //! part of the record (the 👀 reaction) run after commit, off the ack path.
 
 use crate::classify::{Classifier, Skip};
-use crate::ingest::{self, Recorded};
+use crate::ingest::Recorded;
+use crate::ingest::writer::{WriteError, Writer, WriterConfig};
 use crate::model::Kind;
 use crate::resolution;
 use crate::telemetry;
@@ -44,6 +46,9 @@ pub enum IngestError {
     /// The database failed or is unreachable.
     #[error("recording the message failed: {0}")]
     Database(#[from] sqlx::Error),
+    /// The message's batch failed, or the writer stopped.
+    #[error(transparent)]
+    Write(#[from] WriteError),
     /// The transaction did not finish within the ingest deadline.
     #[error("recording the message took longer than {0:?}")]
     Timeout(Duration),
@@ -67,22 +72,27 @@ pub struct Pipeline {
 #[derive(Debug)]
 struct Inner {
     pool: PgPool,
+    writer: Writer,
     classifier: Classifier,
     timeout: Duration,
     reactions: Option<mpsc::Sender<ReactTo>>,
 }
 
 impl Pipeline {
-    /// A pipeline writing to `pool`. `reactions`, when given, receives every new mention.
+    /// A pipeline writing to `pool` in batches as `batching` says (starts the writer on the
+    /// current runtime). `reactions`, when given, receives every new mention.
     pub fn new(
         pool: PgPool,
         classifier: Classifier,
         timeout: Duration,
+        batching: WriterConfig,
         reactions: Option<mpsc::Sender<ReactTo>>,
     ) -> Self {
+        let writer = Writer::spawn(pool.clone(), classifier.bot_user_id().to_string(), batching);
         Self {
             inner: Arc::new(Inner {
                 pool,
+                writer,
                 classifier,
                 timeout,
                 reactions,
@@ -113,26 +123,24 @@ impl Pipeline {
         let span = tracing::Span::current();
         span.record("event_id", message.event_id.as_deref().unwrap_or(""));
         span.record("kind", message.kind.as_str());
-        let recorded = match tokio::time::timeout(
-            self.inner.timeout,
-            ingest::record(
-                &self.inner.pool,
-                &message,
-                self.inner.classifier.bot_user_id(),
-            ),
-        )
-        .await
-        {
-            Ok(Ok(recorded)) => recorded,
-            Ok(Err(e)) => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
-                return Err(e.into());
-            }
-            Err(_) => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
-                return Err(IngestError::Timeout(self.inner.timeout));
-            }
-        };
+        let kind = message.kind;
+        let mention_at = (kind == Kind::Mention).then(|| ReactTo {
+            channel: message.thread.channel_id.clone(),
+            ts: message.ts.clone(),
+        });
+        let recorded =
+            match tokio::time::timeout(self.inner.timeout, self.inner.writer.record(message)).await
+            {
+                Ok(Ok(recorded)) => recorded,
+                Ok(Err(e)) => {
+                    metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                    return Err(e.into());
+                }
+                Err(_) => {
+                    metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                    return Err(IngestError::Timeout(self.inner.timeout));
+                }
+            };
         metrics::histogram!(telemetry::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
         match recorded {
             Recorded::Duplicate => {
@@ -144,20 +152,15 @@ impl Pipeline {
                 resolved,
                 ..
             } => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => message.kind.as_str())
+                metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
                     .increment(1);
-                if message.kind == Kind::Mention
-                    && let Some(reactions) = &self.inner.reactions
-                {
+                if let (Some(mention), Some(reactions)) = (mention_at, &self.inner.reactions) {
                     // Full queue: skip the reaction rather than slow the ack.
-                    let _ = reactions.try_send(ReactTo {
-                        channel: message.thread.channel_id.clone(),
-                        ts: message.ts.clone(),
-                    });
+                    let _ = reactions.try_send(mention);
                 }
                 Ok(Handled::Stored {
                     message_id,
-                    kind: message.kind,
+                    kind,
                     resolved,
                 })
             }

@@ -360,6 +360,21 @@ pub fn is_recovery_alert(message: &Incoming) -> bool {
     message.kind == Kind::Alert && is_recovery(&alert_text(&message.text, &message.raw))
 }
 
+/// Whether `message` can resolve a thread at all (a resolved-mention in a thread, or a recovery
+/// alert): the check [`on_message`] starts with, without the database, so a batch with no such
+/// message needs no transaction around its insert.
+pub fn may_resolve(message: &Incoming, bot_user_id: &str) -> bool {
+    let is_reply = message
+        .thread_ts
+        .as_deref()
+        .is_some_and(|t| t != message.ts);
+    match message.kind {
+        Kind::Mention => is_reply && parse_resolved_mention(&message.text, bot_user_id).is_some(),
+        Kind::Alert => is_recovery_alert(message),
+        _ => false,
+    }
+}
+
 /// Resolves what `message` (just inserted into thread `thread_id`, inside `conn`'s transaction)
 /// resolves: its own thread for a resolved-mention in a thread, or the matching open thread for a
 /// recovery alert. `None` when it resolves nothing.
@@ -369,6 +384,9 @@ pub async fn on_message(
     thread_id: i64,
     bot_user_id: &str,
 ) -> Result<Option<Resolved>, sqlx::Error> {
+    if !may_resolve(message, bot_user_id) {
+        return Ok(None);
+    }
     let is_reply = message
         .thread_ts
         .as_deref()

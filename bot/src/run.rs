@@ -2,6 +2,7 @@
 //! Socket Mode), the reaction task and the two relays, all stopped by one cancellation token.
 
 use crate::classify::Classifier;
+use crate::ingest::writer::WriterConfig;
 use crate::pipeline::Pipeline;
 use crate::relay::kafka::KafkaSink;
 use crate::relay::temporal::{TemporalSink, TemporalTarget};
@@ -73,12 +74,20 @@ impl Parts {
 /// A started bot.
 #[derive(Debug)]
 pub struct Running {
-    /// Where the Events API endpoint listens (HTTP mode).
+    /// Where HTTP listens: `/healthz` and `/metrics`, and `/slack/events` in Events API mode.
     pub http_addr: Option<SocketAddr>,
+    events_api: bool,
     tasks: JoinSet<()>,
 }
 
 impl Running {
+    /// The Events API endpoint, when the bot takes events over HTTP (not in Socket Mode).
+    pub fn events_url(&self) -> Option<String> {
+        self.http_addr
+            .filter(|_| self.events_api)
+            .map(|addr| format!("http://{addr}/slack/events"))
+    }
+
     /// Waits until every task has stopped (after the token was cancelled).
     pub async fn wait(mut self) {
         while let Some(joined) = self.tasks.join_next().await {
@@ -134,6 +143,11 @@ pub async fn start(
             pool.clone(),
             Classifier::new(&bot_user_id, &settings.bot.alert_rules),
             Duration::from_millis(settings.bot.ingest_timeout_ms),
+            WriterConfig {
+                max_batch: usize::try_from(settings.bot.ingest_batch_max).unwrap_or(usize::MAX),
+                transactions: usize::try_from(settings.bot.ingest_transactions)
+                    .unwrap_or(usize::MAX),
+            },
             reactions,
         );
         match slack.mode {
@@ -151,32 +165,14 @@ pub async fn start(
                     settings.bot.body_limit_bytes,
                     metrics,
                 );
-                let listener = tokio::net::TcpListener::bind(&settings.bot.listen)
-                    .await
-                    .map_err(|source| BotError::Listen {
-                        address: settings.bot.listen.clone(),
-                        source,
-                    })?;
-                let addr = listener.local_addr().map_err(|source| BotError::Listen {
-                    address: settings.bot.listen.clone(),
-                    source,
-                })?;
-                http_addr = Some(addr);
-                tracing::info!(%addr, "Events API listening on /slack/events");
-                let stop = cancel.clone();
-                tasks.spawn(async move {
-                    let served = axum::serve(listener, router)
-                        .with_graceful_shutdown(async move { stop.cancelled().await })
-                        .await;
-                    if let Err(e) = served {
-                        tracing::error!(error = %e, "Events API server failed");
-                    }
-                });
+                http_addr = Some(serve(&settings.bot.listen, router, &mut tasks, &cancel).await?);
             }
             SlackMode::Socket => {
                 let listener =
                     socket::SocketModeListener::new(pipeline, &slack.api_url, &slack.app_token);
                 tasks.spawn(listener.run(cancel.clone()));
+                let router = http::operations_router(metrics);
+                http_addr = Some(serve(&settings.bot.listen, router, &mut tasks, &cancel).await?);
             }
         }
     }
@@ -207,5 +203,37 @@ pub async fn start(
         stop.cancelled().await;
         closing.close().await;
     });
-    Ok(Running { http_addr, tasks })
+    Ok(Running {
+        http_addr,
+        events_api: parts.ingest && settings.slack.mode == SlackMode::Http,
+        tasks,
+    })
+}
+
+/// Binds `listen` and serves `router` until `cancel`; returns the bound address.
+async fn serve(
+    listen: &str,
+    router: axum::Router,
+    tasks: &mut JoinSet<()>,
+    cancel: &CancellationToken,
+) -> Result<SocketAddr, BotError> {
+    let listen_error = |source| BotError::Listen {
+        address: listen.to_string(),
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(listen_error)?;
+    let addr = listener.local_addr().map_err(listen_error)?;
+    tracing::info!(%addr, "HTTP listening");
+    let stop = cancel.clone();
+    tasks.spawn(async move {
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "HTTP server failed");
+        }
+    });
+    Ok(addr)
 }

@@ -10,6 +10,10 @@ use std::sync::OnceLock;
 pub const EVENTS: &str = "firstline_bot_events_total";
 /// Histogram: seconds from classification to commit.
 pub const INGEST_SECONDS: &str = "firstline_bot_ingest_seconds";
+/// Histogram: messages per ingest transaction (group commit).
+pub const INGEST_BATCH_SIZE: &str = "firstline_bot_ingest_batch_size";
+/// Counter: batches the database rejected, recorded again one message per transaction.
+pub const INGEST_BATCH_SPLITS: &str = "firstline_bot_ingest_batch_splits_total";
 /// Counter: outbox delivery attempts, by `relay` and `outcome` (ok, error).
 pub const RELAY_ATTEMPTS: &str = "firstline_relay_attempts_total";
 /// Histogram: seconds from outbox row creation to delivery, by `relay`.

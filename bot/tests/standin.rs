@@ -346,6 +346,42 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
             .await
             .unwrap();
     assert_eq!(metadata["event_payload"]["round"], "1");
+    // No Events API endpoint, but health and metrics for the operator all the same.
+    assert!(bot.events_url.is_empty());
+    let addr = bot
+        .running
+        .as_ref()
+        .and_then(|r| r.http_addr)
+        .expect("a Socket Mode bot serves /healthz and /metrics");
+    let health = http_client()
+        .get(&format!("http://{addr}/healthz"))
+        .send()
+        .await;
+    assert_eq!((health.status(), health.body.as_str()), (200, "ok"));
+    let metrics = http_client()
+        .get(&format!("http://{addr}/metrics"))
+        .send()
+        .await;
+    assert_eq!(metrics.status(), 200);
+    assert!(
+        metrics
+            .body
+            .lines()
+            .any(|l| l.starts_with("firstline_bot_events_total{")
+                && l.contains("outcome=\"stored\"")),
+        "{}",
+        metrics.body
+    );
+    let events = http_client()
+        .post(&format!("http://{addr}/slack/events"))
+        .body("{}".into())
+        .send()
+        .await;
+    assert_eq!(
+        events.status(),
+        404,
+        "Socket Mode takes no events over HTTP"
+    );
     bot.stop().await;
     cancel.cancel();
 }

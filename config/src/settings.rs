@@ -204,6 +204,10 @@ pub struct BotSettings {
     pub body_limit_bytes: usize,
     /// Milliseconds the ingest transaction may take before Slack gets a 503 (Slack waits 3 s).
     pub ingest_timeout_ms: u64,
+    /// Most messages committed in one ingest transaction (group commit under load).
+    pub ingest_batch_max: u64,
+    /// Most ingest transactions in flight at once (each holds a database connection).
+    pub ingest_transactions: u64,
     /// Which messages are alerts, per channel.
     pub alert_rules: Vec<AlertRule>,
     /// React with 👀 to a mention as soon as it is recorded.
@@ -226,6 +230,8 @@ impl Default for BotSettings {
             listen: "127.0.0.1:3000".into(),
             body_limit_bytes: 1024 * 1024,
             ingest_timeout_ms: 2500,
+            ingest_batch_max: 64,
+            ingest_transactions: 2,
             alert_rules: vec![AlertRule {
                 channels: Vec::new(),
                 bot_ids: Vec::new(),
@@ -757,6 +763,16 @@ impl Settings {
                 "bot.ingest_timeout_ms",
                 "FIRSTLINE_BOT__INGEST_TIMEOUT_MS",
                 self.bot.ingest_timeout_ms,
+            ),
+            (
+                "bot.ingest_batch_max",
+                "FIRSTLINE_BOT__INGEST_BATCH_MAX",
+                self.bot.ingest_batch_max,
+            ),
+            (
+                "bot.ingest_transactions",
+                "FIRSTLINE_BOT__INGEST_TRANSACTIONS",
+                self.bot.ingest_transactions,
             ),
             (
                 "bot.relay_batch",

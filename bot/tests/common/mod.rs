@@ -52,10 +52,7 @@ impl TestBot {
         let running = firstline_bot::start(settings, parts, cancel.clone())
             .await
             .expect("starting the bot");
-        let events_url = running
-            .http_addr
-            .map(|a| format!("http://{a}/slack/events"))
-            .unwrap_or_default();
+        let events_url = running.events_url().unwrap_or_default();
         Self {
             running: Some(running),
             cancel,
