@@ -1,6 +1,7 @@
 //! `firstline bot`: the Slack ingress process (issue 5, `bot/`). Applies pending migrations,
 //! then runs the event transport (Events API or Socket Mode, per `slack.mode`) and both outbox
-//! relays until SIGTERM or Ctrl-C, then stops them and waits.
+//! relays until SIGTERM or Ctrl-C, then stops them and waits. `FAILPOINTS` (fault injection for
+//! the crash tests) is read once here.
 
 use firstline_bot::Parts;
 use firstline_config::Settings;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 pub struct Args {}
 
 pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
+    let _faults = fail::FailScenario::setup();
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     let pool = firstline_store::connect(&settings.database).await?;

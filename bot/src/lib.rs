@@ -15,6 +15,7 @@
 //! [`start`] runs the parts a process wants and stops them all on one cancellation token.
 
 pub mod classify;
+pub mod faults;
 pub mod http;
 pub mod ingest;
 pub mod model;

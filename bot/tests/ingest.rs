@@ -1,11 +1,18 @@
 //! The Events API ingest path against a real bot on a real socket and a real database:
-//! verification, dedupe, retries, malformed and unknown input, limits, Postgres down.
+//! verification, dedupe, retries, malformed and unknown input, limits, Postgres stopped (a private
+//! server, really stopped and started again).
 
 mod common;
 
 use common::*;
 use firstline_bot::Parts;
+use firstline_config::Settings;
+use firstline_stack::postgres::PostgresSpec;
+use firstline_stack::process::Supervised;
+use firstline_stack::tools::Tools;
 use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 const INGEST_ONLY: Parts = Parts {
     ingest: true,
@@ -254,53 +261,102 @@ async fn concurrent_deliveries_of_many_events_store_each_exactly_once() {
     bot.stop().await;
 }
 
+/// A private PostgreSQL server (the shared one is never stopped), ready, with the migrated
+/// `firstline` database; `dir` keeps its data across a restart on the same port.
+async fn private_postgres(dir: &std::path::Path, port: u16) -> Supervised {
+    let tools = Tools::locate(&firstline_testkit::workspace_root().join(".tools"))
+        .expect("tools (scripts/setup)");
+    let spec = PostgresSpec {
+        data_dir: dir.join("pg"),
+        port,
+        os_user: Settings::default().dev.postgres_os_user,
+        durable: true,
+    };
+    let mut server = firstline_stack::postgres::start(
+        &tools,
+        &spec,
+        dir.join("postgres.log"),
+        dir.join("postgres.pid"),
+    )
+    .await
+    .expect("starting the private Postgres");
+    firstline_stack::postgres::wait_ready(&mut server, port, Duration::from_secs(60))
+        .await
+        .expect("private Postgres ready");
+    server
+}
+
 #[tokio::test]
-async fn postgres_down_gives_non_2xx_and_the_retry_stores_once() {
-    let db = firstline_testkit::test_db().await;
-    let target = db.url.host_port();
-    let proxy = Proxy::start(target.clone()).await;
-    let mut s = settings(&db.url);
-    s.database.url = firstline_config::DatabaseUrl::new(
-        db.url.expose().replace(&target, &proxy.addr.to_string()),
-    );
+async fn postgres_stopped_gives_non_2xx_and_the_retry_after_it_returns_stores_once() {
+    let _ = firstline_testkit::stack();
+    let dir = tempfile::tempdir().unwrap();
+    // Postgres runs as an unprivileged user when we are root; it must enter the directory.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let port = firstline_stack::ports::resolve(firstline_stack::ports::PortSetting {
+        port: 0,
+        purpose: "test postgres",
+        setting: "-",
+    })
+    .unwrap();
+    let server = private_postgres(dir.path(), port).await;
+    let url = firstline_stack::postgres::url(port, "firstline");
+    firstline_store::ensure_database(
+        &firstline_stack::postgres::url(port, "postgres"),
+        "firstline",
+        None,
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let pool = firstline_testkit::connect(&url).await;
+    firstline_store::migrate(&pool, &url).await.unwrap();
+    pool.close().await;
+
+    let mut s = settings(&url);
     s.database.connect_timeout_secs = 1;
     s.bot.ingest_timeout_ms = 1500;
     let bot = TestBot::start(&s, INGEST_ONLY).await;
-    let body = message_event(
-        "Ev07PGDOWN01",
-        "C07INCIDENT",
-        "1733140004.000100",
-        "U07ONCALL01",
-        "<@U07F1RSTBOT> help",
-    )
-    .to_string();
-    proxy.down();
-    let status = post_signed(&bot.events_url, &body, 0, &[]).await;
-    assert!(
-        status >= 500,
-        "Postgres down must not be acked, got {status}"
-    );
-    proxy.up();
-    let mut stored = 0;
-    for attempt in 1..=3 {
-        let retry = attempt.to_string();
-        let status = post_signed(
-            &bot.events_url,
-            &body,
-            0,
-            &[("x-slack-retry-num", retry.as_str())],
-        )
-        .await;
-        if status == 200 {
-            stored += 1;
+    let event = |id: &str, ts: &str| {
+        message_event(id, "C07INCIDENT", ts, "U07ONCALL01", "<@U07F1RSTBOT> help").to_string()
+    };
+    let before = event("Ev07PGUP0001", "1733140004.000100");
+    assert_eq!(post_signed(&bot.events_url, &before, 0, &[]).await, 200);
+
+    server.stop(Duration::from_secs(10)).await;
+    let body = event("Ev07PGDOWN01", "1733140005.000100");
+    for retry in ["", "1"] {
+        let headers: &[(&str, &str)] = match retry {
+            "" => &[],
+            n => &[("x-slack-retry-num", n)],
+        };
+        let status = post_signed(&bot.events_url, &body, 0, headers).await;
+        assert!(
+            status >= 500,
+            "Postgres stopped must not be acked, got {status}"
+        );
+    }
+
+    let server = private_postgres(dir.path(), port).await;
+    let mut acked = 0;
+    for retry in ["2", "3", "4"] {
+        if post_signed(&bot.events_url, &body, 0, &[("x-slack-retry-num", retry)]).await == 200 {
+            acked += 1;
         }
     }
-    assert!(stored >= 1, "a retry after Postgres returned is acked");
-    assert_eq!(count(&db.pool, "SELECT count(*) FROM messages").await, 1);
+    assert!(acked >= 1, "a retry after Postgres returned is acked");
+    let pool = firstline_testkit::connect(&url).await;
+    assert_eq!(count(&pool, "SELECT count(*) FROM messages").await, 2);
     assert_eq!(
-        count(&db.pool, "SELECT count(*) FROM outbox").await,
+        count(
+            &pool,
+            "SELECT count(*) FROM outbox o JOIN messages m ON m.id = o.message_id
+             WHERE m.event_id = 'Ev07PGDOWN01'"
+        )
+        .await,
         2,
         "publish + wake, once"
     );
+    pool.close().await;
     bot.stop().await;
+    server.stop(Duration::from_secs(10)).await;
 }

@@ -6,11 +6,11 @@
 
 mod common;
 
-use common::kafka::{count_by_key, read_topic};
 use common::*;
 use firstline_bot::Parts;
 use firstline_stack::process::Supervised;
 use firstline_stack::tools::Tools;
+use firstline_testkit::kafka::{count_by_key, read_topic};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -3,12 +3,12 @@
 
 mod common;
 
-use common::kafka::{count_by_key, read_topic};
 use common::*;
 use firstline_bot::Parts;
 use firstline_bot::relay::kafka::KafkaSink;
 use firstline_bot::relay::outbox::{OutboxKind, OutboxRow};
 use firstline_bot::relay::{self, RelayConfig, Sink};
+use firstline_testkit::kafka::{count_by_key, read_topic};
 use std::time::Duration;
 
 const INGEST_AND_PUBLISH: Parts = Parts {

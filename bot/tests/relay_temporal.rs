@@ -1,6 +1,6 @@
 //! The wake relay against the shared Temporal dev server: signal-with-start of `incident_round`
-//! with the thread's workflow id, a second mention signalling the same open run, and Temporal
-//! unreachable (a proxy taken down) while a mention arrives: acked, woken after it returns.
+//! with the thread's workflow id, a second mention signalling the same open run, and a (private)
+//! Temporal server stopped while a mention arrives: acked, woken after it is started again.
 //!
 //! No worker runs the workflow (it arrives with the next issue); the server accepting the call,
 //! the execution's id/type/task queue and the `mention` signals in its history are the contract.
@@ -9,6 +9,8 @@ mod common;
 
 use common::*;
 use firstline_bot::Parts;
+use firstline_stack::process::Supervised;
+use firstline_stack::tools::Tools;
 use std::time::Duration;
 use temporalio_client::{
     Client, ClientOptions, ConnectionOptions, UntypedWorkflow, WorkflowDescribeOptions,
@@ -23,7 +25,10 @@ const INGEST_AND_WAKE: Parts = Parts {
 };
 
 async fn client() -> Client {
-    let address = firstline_testkit::stack().temporal_address.clone();
+    client_of(&firstline_testkit::stack().temporal_address).await
+}
+
+async fn client_of(address: &str) -> Client {
     let connection =
         ConnectionOptions::new(address.parse::<temporalio_client::Url>().unwrap()).build();
     Client::connect(connection, ClientOptions::new("default").build())
@@ -144,29 +149,62 @@ async fn a_mention_signal_with_starts_the_threads_round_and_a_second_signals_the
     bot.stop().await;
 }
 
+/// A private Temporal dev server keeping its state in `dir` (the shared one is never stopped).
+async fn private_temporal(tools: &Tools, port: u16, dir: &std::path::Path) -> Supervised {
+    let mut server = firstline_stack::temporal::start(
+        tools,
+        port,
+        Some(&dir.join("temporal.db")),
+        dir.join("temporal.log"),
+        dir.join("temporal.pid"),
+    )
+    .expect("starting the private Temporal dev server");
+    firstline_stack::temporal::wait_ready(&mut server, tools, port, Duration::from_secs(60))
+        .await
+        .expect("private Temporal ready");
+    server
+}
+
 #[tokio::test]
-async fn temporal_down_delays_wake_ups_and_they_are_delivered_after_it_returns() {
+async fn temporal_stopped_delays_wake_ups_and_they_are_delivered_after_it_returns() {
+    let _ = firstline_testkit::stack();
+    let tools = Tools::locate(&firstline_testkit::workspace_root().join(".tools"))
+        .expect("tools (scripts/setup)");
+    let dir = tempfile::tempdir().unwrap();
+    let port = firstline_stack::ports::resolve(firstline_stack::ports::PortSetting {
+        port: 0,
+        purpose: "test temporal",
+        setting: "-",
+    })
+    .unwrap();
+    let address = format!("http://127.0.0.1:{port}");
+    let server = private_temporal(&tools, port, dir.path()).await;
+
     let db = firstline_testkit::test_db().await;
-    let target = firstline_testkit::stack()
-        .temporal_address
-        .trim_start_matches("http://")
-        .to_string();
-    let proxy = Proxy::start(target).await;
     let mut s = settings(&db.url);
-    s.temporal.address = format!("http://{}", proxy.addr);
+    s.temporal.address = address.clone();
     s.bot.relay_call_timeout_secs = 2;
-    proxy.down();
     let bot = TestBot::start(&s, INGEST_AND_WAKE).await;
+    let delivered = |thread: &str, id: &str, text: &str| {
+        let body = mention(id, thread, thread, text);
+        let url = bot.events_url.clone();
+        async move { post_signed(&url, &body, 0, &[]).await }
+    };
+    let before = unique_ts();
+    assert_eq!(
+        delivered(&before, "Ev07TD000000", "<@U07F1RSTBOT> up?").await,
+        200
+    );
+    wait_outbox_drained(&db.pool, "wake", Duration::from_secs(30)).await;
+
+    server.stop(Duration::from_secs(10)).await;
     let thread = unique_ts();
     let workflow_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{thread}");
-    let status = post_signed(
-        &bot.events_url,
-        &mention("Ev07TD000001", &thread, &thread, "<@U07F1RSTBOT> down?"),
-        0,
-        &[],
-    )
-    .await;
-    assert_eq!(status, 200, "acked while Temporal is down");
+    assert_eq!(
+        delivered(&thread, "Ev07TD000001", "<@U07F1RSTBOT> down?").await,
+        200,
+        "acked while Temporal is stopped"
+    );
     firstline_testkit::wait_for("a failed wake attempt", Duration::from_secs(30), || async {
         (count(
             &db.pool,
@@ -177,9 +215,9 @@ async fn temporal_down_delays_wake_ups_and_they_are_delivered_after_it_returns()
             .then_some(())
     })
     .await;
-    let client = client().await;
-    assert!(mentions(&client, &workflow_id).await.is_empty());
-    proxy.up();
+
+    let server = private_temporal(&tools, port, dir.path()).await;
+    let client = client_of(&address).await;
     firstline_testkit::wait_for(
         "the wake-up after Temporal returns",
         Duration::from_secs(60),
@@ -196,11 +234,14 @@ async fn temporal_down_delays_wake_ups_and_they_are_delivered_after_it_returns()
         .await,
         0
     );
-    let _ = client
-        .get_workflow_handle::<UntypedWorkflow>(&workflow_id)
-        .terminate(WorkflowTerminateOptions::default())
-        .await;
+    let before_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{before}");
+    assert_eq!(
+        mentions(&client, &before_id).await,
+        ["<@U07F1RSTBOT> up?"],
+        "the run started before the stop survived it, signalled once"
+    );
     bot.stop().await;
+    server.stop(Duration::from_secs(10)).await;
 }
 
 /// A random Slack-shaped ts, so workflow ids differ between tests and runs.

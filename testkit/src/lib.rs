@@ -9,7 +9,9 @@
 //! - **A database per test**, cloned from a migrated template in milliseconds ([`test_db`]).
 //! - **Names per test** for Temporal task queues and Kafka topics ([`unique_name`]), so tests
 //!   share servers without sharing state and can run in parallel, in any order.
+//! - **Reading a topic back** from earliest in a fresh group ([`kafka`]).
 
+pub mod kafka;
 mod own_stack;
 
 use firstline_config::DatabaseUrl;

@@ -6,8 +6,6 @@
 //!
 //! Points: [`TOOL_AFTER_CALL`], [`GRAPH_AFTER_STEP`], [`POST_AFTER_SEND`].
 
-use std::time::Duration;
-
 /// After a tool call's result is cached (inside `investigate`).
 pub const TOOL_AFTER_CALL: &str = "round.tool.after_call";
 /// After a graph super-step's checkpoint is stored.
@@ -15,11 +13,4 @@ pub const GRAPH_AFTER_STEP: &str = "round.graph.after_step";
 /// After `chat.postMessage` answered, before the posted ts is stored.
 pub const POST_AFTER_SEND: &str = "round.post.after_send";
 
-/// Pauses for the milliseconds `FAILPOINTS` gives `point` (`point=return(MS)`), if any.
-pub async fn pause(point: &str) {
-    let millis = fail::eval(point, |arg| arg.and_then(|a| a.trim().parse::<u64>().ok()));
-    if let Some(Some(millis)) = millis {
-        tracing::warn!(point, millis, "fault injection: pausing");
-        tokio::time::sleep(Duration::from_millis(millis)).await;
-    }
-}
+pub use firstline_bot::faults::pause;

@@ -11,7 +11,7 @@ pub mod kafka;
 pub mod outbox;
 pub mod temporal;
 
-use crate::telemetry;
+use crate::{faults, telemetry};
 use backon::{BackoffBuilder, ExponentialBuilder};
 use outbox::{OutboxKind, OutboxRow};
 use sqlx::PgPool;
@@ -123,7 +123,9 @@ pub async fn pass<S: Sink>(
         let age = (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0;
         metrics::gauge!(telemetry::RELAY_OLDEST_PENDING_SECONDS, "relay" => kind.as_str()).set(age);
     }
+    faults::pause(faults::RELAY_AFTER_CLAIM).await;
     let results = sink.deliver(&rows).await;
+    faults::pause(faults::RELAY_AFTER_DELIVER).await;
     let mut sent = Vec::new();
     for (row, result) in rows
         .iter()

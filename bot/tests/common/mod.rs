@@ -1,19 +1,13 @@
 //! Helpers shared by the bot's integration tests: settings pointing at the shared test stack, a
-//! bot started on a free port, signed requests, and a toggleable TCP proxy to take a dependency
-//! "down" (connections refused and cut) and bring it back.
+//! bot started on a free port, signed requests. Tests that stop a dependency start a private
+//! one (never the shared stack's).
 
 #![allow(dead_code)]
-
-pub mod kafka;
 
 use firstline_bot::slack::signing;
 use firstline_bot::{Parts, Running};
 use firstline_config::{DatabaseUrl, SecretString, Settings};
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 pub const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -184,71 +178,6 @@ impl RequestBuilder {
             status,
             body: String::from_utf8_lossy(&body).into_owned(),
         }
-    }
-}
-
-/// A TCP proxy in front of `target` that can be taken down (refuse and cut connections) and
-/// brought back, to make a dependency unreachable without touching the shared server.
-pub struct Proxy {
-    pub addr: SocketAddr,
-    up: Arc<AtomicBool>,
-    cut: Arc<tokio::sync::Notify>,
-    cancel: CancellationToken,
-}
-
-impl Proxy {
-    pub async fn start(target: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let up = Arc::new(AtomicBool::new(true));
-        let cut = Arc::new(tokio::sync::Notify::new());
-        let cancel = CancellationToken::new();
-        let (u, c, stop) = (up.clone(), cut.clone(), cancel.clone());
-        tokio::spawn(async move {
-            loop {
-                let (client, _) = tokio::select! {
-                    _ = stop.cancelled() => return,
-                    accepted = listener.accept() => match accepted { Ok(a) => a, Err(_) => continue },
-                };
-                if !u.load(Ordering::SeqCst) {
-                    drop(client); // refused: closed at once
-                    continue;
-                }
-                let (target, cut) = (target.clone(), c.clone());
-                tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(&target).await else {
-                        return;
-                    };
-                    let mut client = client;
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                        _ = cut.notified() => {}
-                    }
-                });
-            }
-        });
-        Self {
-            addr,
-            up,
-            cut,
-            cancel,
-        }
-    }
-
-    /// Refuses new connections and cuts open ones.
-    pub fn down(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        self.cut.notify_waiters();
-    }
-
-    pub fn up(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.cancel.cancel();
     }
 }
 

@@ -20,7 +20,7 @@ pub async fn read_topic(
     std::thread::spawn(move || {
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", &brokers)
-            .set("group.id", firstline_testkit::unique_name("fl-test-reader"))
+            .set("group.id", crate::unique_name("fl-test-reader"))
             .set("group.protocol", "classic")
             .set("auto.offset.reset", "earliest")
             .set("enable.auto.commit", "false")
