@@ -3,10 +3,10 @@
 //! relays until SIGTERM or Ctrl-C, then stops them and waits. `FAILPOINTS` (fault injection for
 //! the crash tests) is read once here.
 
+use crate::service::{StopSignals, apply_migrations};
 use firstline_bot::Parts;
 use firstline_config::Settings;
 use std::process::ExitCode;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
@@ -14,11 +14,8 @@ pub struct Args {}
 
 pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
     let _faults = fail::FailScenario::setup();
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let pool = firstline_store::connect(&settings.database).await?;
-    firstline_store::migrate(&pool, &settings.database.url).await?;
-    pool.close().await;
+    let mut stop = StopSignals::install()?;
+    apply_migrations(&settings).await?;
     let cancel = CancellationToken::new();
     let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
     if let Some(url) = running.events_url() {
@@ -26,10 +23,7 @@ pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
     } else if let Some(addr) = running.http_addr {
         println!("bot       Socket Mode; health and metrics on http://{addr}");
     }
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
-    }
+    stop.requested().await;
     eprintln!("stopping…");
     cancel.cancel();
     running.wait().await;

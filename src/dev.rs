@@ -10,6 +10,7 @@
 //! the stand-in's #incidents once everything is up, so its round shows in the stand-in's page.
 //! The embedder joins when its issue lands.
 
+use crate::service::StopSignals;
 use firstline_bot::standin::state::INCIDENTS;
 use firstline_config::{DatabaseSettings, Settings};
 use firstline_lab::scenario::Scenario;
@@ -17,7 +18,6 @@ use firstline_lab::server::LabHandle;
 use firstline_stack::{Addresses, Stack, StackConfig};
 use std::process::ExitCode;
 use std::time::Duration;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 /// The database the components use.
@@ -38,14 +38,12 @@ pub struct Args {
 }
 
 pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut stop = StopSignals::install()?;
     let config = StackConfig::from_settings(&settings.dev);
     let state_dir = config.state_dir.clone();
     let mut stack = tokio::select! {
         started = Stack::start(config) => started?,
-        _ = terminate.recv() => return Ok(ExitCode::SUCCESS),
-        _ = interrupt.recv() => return Ok(ExitCode::SUCCESS),
+        _ = stop.requested() => return Ok(ExitCode::SUCCESS),
     };
     let addresses = stack.addresses().clone();
     if let Err(e) = prepare_database(&settings.database, &addresses).await {
@@ -116,8 +114,7 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     };
     tokio::pin!(worker_run);
     let outcome = tokio::select! {
-        _ = terminate.recv() => Ok(ExitCode::SUCCESS),
-        _ = interrupt.recv() => Ok(ExitCode::SUCCESS),
+        _ = stop.requested() => Ok(ExitCode::SUCCESS),
         (service, status) = stack.exited() => Err(anyhow::anyhow!(
             "{service} exited unexpectedly ({}); stopped the rest (logs in {})",
             status.map_or_else(|e| e.to_string(), |s| s.to_string()),

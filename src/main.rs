@@ -8,6 +8,7 @@ mod doctor;
 mod eval;
 mod investigate;
 mod migrate;
+mod service;
 mod telemetry;
 mod worker;
 

@@ -3,9 +3,9 @@
 //! in-flight activities get `worker.shutdown_grace_secs` to finish before they are handed back.
 //! `FAILPOINTS` (fault injection for the crash tests) is read once here.
 
+use crate::service::{StopSignals, apply_migrations};
 use firstline_config::Settings;
 use std::process::ExitCode;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
@@ -13,11 +13,8 @@ pub struct Args {}
 
 pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
     let _faults = fail::FailScenario::setup();
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let pool = firstline_store::connect(&settings.database).await?;
-    firstline_store::migrate(&pool, &settings.database.url).await?;
-    pool.close().await;
+    let mut stop = StopSignals::install()?;
+    apply_migrations(&settings).await?;
     let cancel = CancellationToken::new();
     let worker = firstline_workflows::start_worker(&settings, cancel.clone()).await?;
     println!("worker    http://{}/healthz", worker.http_addr);
@@ -29,8 +26,7 @@ pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
             result?;
             return Ok(ExitCode::SUCCESS);
         }
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
+        _ = stop.requested() => {}
     }
     eprintln!("stopping…");
     cancel.cancel();

@@ -6,37 +6,16 @@ mod support;
 
 use std::time::Duration;
 
-use firstline_stack::process::Supervised;
-use firstline_stack::tools::Tools;
+use firstline_testkit::private::PrivateServer;
 use support::round_app::{BOT_USER, RoundApp, test_settings};
 
 const ROUND: Duration = Duration::from_secs(90);
 
-async fn start_temporal(tools: &Tools, port: u16, dir: &std::path::Path) -> Supervised {
-    let mut server = firstline_stack::temporal::start(
-        tools,
-        port,
-        Some(&dir.join("temporal.db")),
-        dir.join("temporal.log"),
-        dir.join("temporal.pid"),
-    )
-    .expect("starting the Temporal dev server");
-    firstline_stack::temporal::wait_ready(&mut server, tools, port, Duration::from_secs(60))
-        .await
-        .expect("Temporal ready");
-    server
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_waiting_round_survives_a_temporal_restart() {
-    let tools = Tools::locate(&firstline_testkit::workspace_root().join(".tools"))
-        .expect("scripts/setup installed the tools");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let temporal = start_temporal(&tools, port, dir.path()).await;
+    let private = PrivateServer::new("test temporal");
+    let port = private.port;
+    let temporal = private.start_temporal().await;
 
     let mut settings = test_settings();
     settings.temporal.address = format!("http://127.0.0.1:{port}");
@@ -65,7 +44,7 @@ async fn a_waiting_round_survives_a_temporal_restart() {
         1,
         "the wake-up waits in the outbox"
     );
-    let temporal = start_temporal(&tools, port, dir.path()).await;
+    let temporal = private.start_temporal().await;
 
     let rounds = app.wait_rounds(&alert, 2, ROUND).await;
     assert!(rounds[1].grounded, "{rounds:?}");

@@ -14,7 +14,7 @@ use crate::model::Incoming;
 use crate::resolution;
 use crate::schema::{MessageRecord, WakeRecord};
 use sqlx::PgPool;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// What recording did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +68,10 @@ pub async fn record_batch(
     });
     let received_at = chrono::Utc::now();
     let batch = Columns::of(fresh.iter().map(|&i| messages[i]), received_at)?;
-    let resolving: Vec<usize> = fresh
-        .iter()
-        .copied()
-        .filter(|&i| resolution::may_resolve(messages[i], bot_user_id))
+    let wakes: Vec<bool> = batch.wake.iter().map(Option::is_some).collect();
+    // Positions in `fresh` (the statement's input order) of the messages that may resolve.
+    let resolving: Vec<usize> = (0..fresh.len())
+        .filter(|&k| resolution::may_resolve(messages[fresh[k]], bot_user_id))
         .collect();
 
     let mut tx = match resolving.is_empty() {
@@ -79,33 +79,34 @@ pub async fn record_batch(
         false => Some(pool.begin().await?),
     };
     let insert = batch.insert_query();
-    let inserted: Vec<(i64, i64, String, String)> = match tx.as_mut() {
+    let inserted: Vec<(i64, i64, i64)> = match tx.as_mut() {
         Some(tx) => insert.fetch_all(&mut **tx).await?,
         None => insert.fetch_all(pool).await?,
     };
-    let stored: HashMap<(String, String), (i64, i64)> = inserted
-        .into_iter()
-        .map(|(id, thread_id, channel, ts)| ((channel, ts), (id, thread_id)))
-        .collect();
-    let stored_as = |m: &Incoming| {
-        stored
-            .get(&(m.thread.channel_id.clone(), m.ts.clone()))
-            .copied()
-    };
-    for &i in &fresh {
-        if let Some((message_id, _)) = stored_as(messages[i]) {
+    // (message id, thread id) by input position; `None` where the message was already stored.
+    let mut stored = vec![None; fresh.len()];
+    for (ordinal, message_id, thread_id) in inserted {
+        let slot = usize::try_from(ordinal - 1)
+            .ok()
+            .and_then(|k| stored.get_mut(k))
+            .ok_or_else(|| sqlx::Error::Protocol(format!("ordinal {ordinal} out of range")))?;
+        *slot = Some((message_id, thread_id));
+    }
+    for (k, &i) in fresh.iter().enumerate() {
+        if let Some((message_id, _)) = stored[k] {
             recorded[i] = Recorded::Stored {
                 message_id,
-                wakes: wakes(messages[i]),
+                wakes: wakes[k],
                 resolved: None,
             };
         }
     }
     if let Some(mut tx) = tx {
-        for i in resolving {
-            let Some((_, thread_id)) = stored_as(messages[i]) else {
+        for k in resolving {
+            let Some((_, thread_id)) = stored[k] else {
                 continue;
             };
+            let i = fresh[k];
             let resolved = resolution::on_message(&mut tx, messages[i], thread_id, bot_user_id)
                 .await?
                 .map(|r| r.thread_id);
@@ -194,15 +195,11 @@ impl<'a> Columns<'a> {
 
     /// Upserts the threads, inserts the messages (`ON CONFLICT DO NOTHING`: repeats of stored
     /// messages vanish here) and the outbox rows of those inserted; returns
-    /// `(message id, thread id, channel, ts)` of each inserted message.
+    /// `(input ordinal from 1, message id, thread id)` of each inserted message.
     fn insert_query(
         self,
-    ) -> sqlx::query::QueryAs<
-        'a,
-        sqlx::Postgres,
-        (i64, i64, String, String),
-        sqlx::postgres::PgArguments,
-    > {
+    ) -> sqlx::query::QueryAs<'a, sqlx::Postgres, (i64, i64, i64), sqlx::postgres::PgArguments>
+    {
         sqlx::query_as(
             "WITH input AS (
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
@@ -244,7 +241,8 @@ impl<'a> Columns<'a> {
                ) AS o(kind, payload)
                WHERE o.payload IS NOT NULL
              )
-             SELECT id, thread_id, channel_id, ts FROM message",
+             SELECT i.ord, m.id, m.thread_id
+             FROM message m JOIN input i ON i.channel_id = m.channel_id AND i.ts = m.ts",
         )
         .bind(self.team_ids)
         .bind(self.channel_ids)

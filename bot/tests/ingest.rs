@@ -6,12 +6,8 @@ mod common;
 
 use common::*;
 use firstline_bot::Parts;
-use firstline_config::Settings;
-use firstline_stack::postgres::PostgresSpec;
-use firstline_stack::process::Supervised;
-use firstline_stack::tools::Tools;
+use firstline_testkit::private::PrivateServer;
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 const INGEST_ONLY: Parts = Parts {
@@ -261,44 +257,12 @@ async fn concurrent_deliveries_of_many_events_store_each_exactly_once() {
     bot.stop().await;
 }
 
-/// A private PostgreSQL server (the shared one is never stopped), ready, with the migrated
-/// `firstline` database; `dir` keeps its data across a restart on the same port.
-async fn private_postgres(dir: &std::path::Path, port: u16) -> Supervised {
-    let tools = Tools::locate(&firstline_testkit::workspace_root().join(".tools"))
-        .expect("tools (scripts/setup)");
-    let spec = PostgresSpec {
-        data_dir: dir.join("pg"),
-        port,
-        os_user: Settings::default().dev.postgres_os_user,
-        durable: true,
-    };
-    let mut server = firstline_stack::postgres::start(
-        &tools,
-        &spec,
-        dir.join("postgres.log"),
-        dir.join("postgres.pid"),
-    )
-    .await
-    .expect("starting the private Postgres");
-    firstline_stack::postgres::wait_ready(&mut server, port, Duration::from_secs(60))
-        .await
-        .expect("private Postgres ready");
-    server
-}
-
 #[tokio::test]
 async fn postgres_stopped_gives_non_2xx_and_the_retry_after_it_returns_stores_once() {
     let _ = firstline_testkit::stack();
-    let dir = tempfile::tempdir().unwrap();
-    // Postgres runs as an unprivileged user when we are root; it must enter the directory.
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let port = firstline_stack::ports::resolve(firstline_stack::ports::PortSetting {
-        port: 0,
-        purpose: "test postgres",
-        setting: "-",
-    })
-    .unwrap();
-    let server = private_postgres(dir.path(), port).await;
+    let private = PrivateServer::new("test postgres");
+    let port = private.port;
+    let server = private.start_postgres().await;
     let url = firstline_stack::postgres::url(port, "firstline");
     firstline_store::ensure_database(
         &firstline_stack::postgres::url(port, "postgres"),
@@ -336,7 +300,7 @@ async fn postgres_stopped_gives_non_2xx_and_the_retry_after_it_returns_stores_on
         );
     }
 
-    let server = private_postgres(dir.path(), port).await;
+    let server = private.start_postgres().await;
     let mut acked = 0;
     for retry in ["2", "3", "4"] {
         if post_signed(&bot.events_url, &body, 0, &[("x-slack-retry-num", retry)]).await == 200 {

@@ -1,48 +1,23 @@
 //! Kafka broker stopped for 30 s while 1,000 events arrive: every event is acked, everything is
 //! published after the broker returns, exactly once per message (counted by key).
 //!
-//! Uses a private broker (firstline_stack's broker module on a free port, same data directory
-//! across the restart) so the shared one is never stopped.
+//! Uses a private broker (same port and data directory across the restart) so the shared one is
+//! never stopped.
 
 mod common;
 
 use common::*;
 use firstline_bot::Parts;
-use firstline_stack::process::Supervised;
-use firstline_stack::tools::Tools;
 use firstline_testkit::kafka::{count_by_key, read_topic};
-use std::path::Path;
+use firstline_testkit::private::PrivateServer;
 use std::time::{Duration, Instant};
-
-async fn start_broker(tools: &Tools, port: u16, dir: &Path) -> Supervised {
-    let mut child = firstline_stack::broker::start(
-        tools,
-        port,
-        &dir.join("data"),
-        dir.join("kafka.log"),
-        dir.join("kafka.pid"),
-    )
-    .expect("starting the private broker");
-    firstline_stack::broker::wait_ready(&mut child, port, Duration::from_secs(30))
-        .await
-        .expect("private broker ready");
-    child
-}
 
 #[tokio::test]
 async fn kafka_down_for_30_s_while_1000_events_arrive_loses_and_duplicates_nothing() {
     let _ = firstline_testkit::stack();
-    let tools = Tools::locate(&firstline_testkit::workspace_root().join(".tools"))
-        .expect("tools (scripts/setup)");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("data")).unwrap();
-    let port = firstline_stack::ports::resolve(firstline_stack::ports::PortSetting {
-        port: 0,
-        purpose: "test broker",
-        setting: "-",
-    })
-    .unwrap();
-    let broker = start_broker(&tools, port, dir.path()).await;
+    let private = PrivateServer::new("test broker");
+    let port = private.port;
+    let broker = private.start_broker().await;
 
     let db = firstline_testkit::test_db().await;
     let mut s = settings(&db.url);
@@ -102,7 +77,7 @@ async fn kafka_down_for_30_s_while_1000_events_arrive_loses_and_duplicates_nothi
         tokio::time::sleep(rest).await;
     }
 
-    let broker = start_broker(&tools, port, dir.path()).await;
+    let broker = private.start_broker().await;
     wait_outbox_drained(&db.pool, "publish", Duration::from_secs(180)).await;
     let records = read_topic(
         &s.kafka.brokers,

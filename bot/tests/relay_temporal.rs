@@ -9,8 +9,7 @@ mod common;
 
 use common::*;
 use firstline_bot::Parts;
-use firstline_stack::process::Supervised;
-use firstline_stack::tools::Tools;
+use firstline_testkit::private::PrivateServer;
 use std::time::Duration;
 use temporalio_client::{
     Client, ClientOptions, ConnectionOptions, UntypedWorkflow, WorkflowDescribeOptions,
@@ -149,36 +148,13 @@ async fn a_mention_signal_with_starts_the_threads_round_and_a_second_signals_the
     bot.stop().await;
 }
 
-/// A private Temporal dev server keeping its state in `dir` (the shared one is never stopped).
-async fn private_temporal(tools: &Tools, port: u16, dir: &std::path::Path) -> Supervised {
-    let mut server = firstline_stack::temporal::start(
-        tools,
-        port,
-        Some(&dir.join("temporal.db")),
-        dir.join("temporal.log"),
-        dir.join("temporal.pid"),
-    )
-    .expect("starting the private Temporal dev server");
-    firstline_stack::temporal::wait_ready(&mut server, tools, port, Duration::from_secs(60))
-        .await
-        .expect("private Temporal ready");
-    server
-}
-
 #[tokio::test]
 async fn temporal_stopped_delays_wake_ups_and_they_are_delivered_after_it_returns() {
     let _ = firstline_testkit::stack();
-    let tools = Tools::locate(&firstline_testkit::workspace_root().join(".tools"))
-        .expect("tools (scripts/setup)");
-    let dir = tempfile::tempdir().unwrap();
-    let port = firstline_stack::ports::resolve(firstline_stack::ports::PortSetting {
-        port: 0,
-        purpose: "test temporal",
-        setting: "-",
-    })
-    .unwrap();
+    let private = PrivateServer::new("test temporal");
+    let port = private.port;
     let address = format!("http://127.0.0.1:{port}");
-    let server = private_temporal(&tools, port, dir.path()).await;
+    let server = private.start_temporal().await;
 
     let db = firstline_testkit::test_db().await;
     let mut s = settings(&db.url);
@@ -216,7 +192,7 @@ async fn temporal_stopped_delays_wake_ups_and_they_are_delivered_after_it_return
     })
     .await;
 
-    let server = private_temporal(&tools, port, dir.path()).await;
+    let server = private.start_temporal().await;
     let client = client_of(&address).await;
     firstline_testkit::wait_for(
         "the wake-up after Temporal returns",

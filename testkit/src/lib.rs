@@ -10,9 +10,11 @@
 //! - **Names per test** for Temporal task queues and Kafka topics ([`unique_name`]), so tests
 //!   share servers without sharing state and can run in parallel, in any order.
 //! - **Reading a topic back** from earliest in a fresh group ([`kafka`]).
+//! - **Private servers** for tests that stop a dependency ([`private`]).
 
 pub mod kafka;
 mod own_stack;
+pub mod private;
 
 use firstline_config::DatabaseUrl;
 use firstline_store::PgPool;
