@@ -25,6 +25,11 @@ async fn exec(pool: &PgPool, sql: &str) {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
+/// The count a `SELECT count(*) …` returns.
+async fn count(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.expect(sql)
+}
+
 async fn migrated_empty_database() -> PgPool {
     let (_, url) = empty_db().await;
     let pool = connect(&url).await;
@@ -119,12 +124,11 @@ async fn outbox_constraints_hold() {
     )
     .await;
     // No foreign keys on the outbox (migration 0007): only the ingest statement writes it.
-    let foreign_keys: i64 = sqlx::query_scalar(
+    let foreign_keys = count(
+        &pool,
         "SELECT count(*) FROM pg_constraint WHERE conrelid = 'outbox'::regclass AND contype = 'f'",
     )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(foreign_keys, 0);
     expect_violation(
         &pool,
@@ -252,12 +256,11 @@ async fn memory_and_audit_constraints_hold() {
     expect_violation(&pool, "INSERT INTO audit (actor, action, target, outcome) VALUES ('w', 'tool_call', 'k8s/pods_get', 'maybe')", CHECK).await;
 
     // Recall's two lookups work on what was stored: full text and cosine distance.
-    let found: i64 = sqlx::query_scalar(
+    let found = count(
+        &pool,
         "SELECT count(*) FROM incidents WHERE search @@ plainto_tsquery('english', 'oomkilled memory')",
     )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(found, 1);
     let distance: f64 = sqlx::query_scalar(&format!(
         "SELECT embedding <=> {vector} FROM incidents LIMIT 1"

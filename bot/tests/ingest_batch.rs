@@ -415,12 +415,7 @@ async fn a_resolution_in_a_batch_commits_with_the_batch() {
             ..
         }
     ));
-    let (status, root_cause): (String, String) = sqlx::query_as(
-        "SELECT t.status, i.root_cause FROM threads t JOIN incidents i ON i.thread_id = t.id",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let (status, root_cause) = resolution(&db.pool).await;
     assert_eq!(status, "resolved");
     assert_eq!(root_cause, "memory limit too low for the new cache");
     let same_transaction: bool = sqlx::query_scalar(

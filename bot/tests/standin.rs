@@ -726,12 +726,7 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
         (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(())
     })
     .await;
-    let (status, root_cause): (String, String) = sqlx::query_as(
-        "SELECT t.status, i.root_cause FROM threads t JOIN incidents i ON i.thread_id = t.id",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let (status, root_cause) = resolution(&db.pool).await;
     assert_eq!(status, "resolved");
     assert_eq!(root_cause, "(resolved by ✅)");
     bot.stop().await;

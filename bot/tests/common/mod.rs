@@ -98,6 +98,16 @@ pub async fn count(pool: &sqlx::PgPool, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.expect(sql)
 }
 
+/// `(threads.status, incidents.root_cause)` of the one resolved thread's incident.
+pub async fn resolution(pool: &sqlx::PgPool) -> (String, String) {
+    sqlx::query_as(
+        "SELECT t.status, i.root_cause FROM threads t JOIN incidents i ON i.thread_id = t.id",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("one thread with its incident")
+}
+
 /// A tiny HTTP/1.1 client on hyper (no extra dependencies).
 pub fn http_client() -> Http {
     Http
