@@ -202,14 +202,8 @@ async fn temporal_stopped_delays_wake_ups_and_they_are_delivered_after_it_return
         },
     )
     .await;
-    assert_eq!(
-        count(
-            &db.pool,
-            "SELECT count(*) FROM outbox WHERE kind = 'wake' AND sent_at IS NULL"
-        )
-        .await,
-        0
-    );
+    // The signal lands before the relay commits its row as sent: wait for that commit.
+    wait_outbox_drained(&db.pool, "wake", Duration::from_secs(30)).await;
     let before_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{before}");
     assert_eq!(
         mentions(&client, &before_id).await,
