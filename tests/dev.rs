@@ -188,7 +188,7 @@ async fn dev_becomes_ready_doctor_agrees_and_sigterm_stops_every_child() {
     }
 
     sigterm(&dev.child);
-    let status = tokio::time::timeout(Duration::from_secs(20), dev.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(60), dev.child.wait())
         .await
         .expect("dev stops within 20 s")
         .unwrap();
@@ -247,7 +247,7 @@ async fn a_second_start_after_kill_9_recovers_with_the_data() {
         Signal::SIGINT,
     )
     .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(20), second.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(60), second.child.wait())
         .await
         .expect("dev stops")
         .unwrap();
@@ -302,7 +302,7 @@ async fn a_service_orphaned_by_an_earlier_run_is_stopped_before_start() {
     assert!(!pids.contains(&pid));
 
     sigterm(&dev.child);
-    tokio::time::timeout(Duration::from_secs(20), dev.child.wait())
+    tokio::time::timeout(Duration::from_secs(60), dev.child.wait())
         .await
         .expect("dev stops")
         .unwrap();
@@ -329,7 +329,7 @@ async fn a_second_dev_on_the_same_state_is_refused() {
     );
     let pids = printed_pids(&first);
     sigterm(&first.child);
-    tokio::time::timeout(Duration::from_secs(20), first.child.wait())
+    tokio::time::timeout(Duration::from_secs(60), first.child.wait())
         .await
         .expect("dev stops")
         .unwrap();
@@ -478,7 +478,7 @@ async fn dev_demo_shows_a_full_round_in_the_stand_ins_page() {
         dev.stdout
     );
     let html =
-        firstline_testkit::wait_for("the round's reply", Duration::from_secs(60), || async {
+        firstline_testkit::wait_for("the round's reply", Duration::from_secs(120), || async {
             let (_, html) = support::round_app::http_get(&format!("{page}/")).await;
             html.contains("round 1").then_some(html)
         })

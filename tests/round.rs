@@ -89,7 +89,7 @@ async fn an_alert_gets_one_grounded_summary_in_its_thread_and_chatter_wakes_noth
         1
     );
     assert_eq!(app.rounds(&alert).await.len(), 1);
-    assert_eq!(app.run_count(&alert).await, 1);
+    app.wait_run_count(&alert, 1).await;
     assert_eq!(app.bot_replies(&alert).len(), 1);
     app.stop().await;
 }
@@ -163,11 +163,8 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
         "exactly one more round: {rounds_after:?}"
     );
     assert_eq!(rounds[0].run_id, rounds[1].run_id);
-    assert_eq!(
-        app.run_count(&alert).await,
-        1,
-        "three mentions signalled the open run"
-    );
+    // Three mentions signalled the open run.
+    app.wait_run_count(&alert, 1).await;
     let input = app.round_input(&alert, 2).await;
     let conversation = input["context"]["conversation"].to_string();
     for text in ["is it the deploy?", "any update?", "ping"] {
@@ -181,7 +178,7 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
     app.say(&alert, &mention("and now?")).await;
     let rounds = app.wait_rounds(&alert, 3, ROUND).await;
     assert_ne!(rounds[2].run_id, rounds[1].run_id);
-    assert_eq!(app.run_count(&alert).await, 2);
+    app.wait_run_count(&alert, 2).await;
     let input = app.round_input(&alert, 3).await;
     assert_eq!(
         input["context"]["earlier_rounds"].as_array().map(Vec::len),
@@ -217,10 +214,7 @@ async fn guards_resolved_max_rounds_and_age_stop_a_round_before_it_starts() {
     app.wait_rounds(&alert, 1, ROUND).await;
     assert_eq!(app.run_outcome(&alert, ROUND).await["outcome"], "answered");
     app.say(&alert, &mention("again please")).await;
-    firstline_testkit::wait_for("a second run", ROUND, || async {
-        (app.run_count(&alert).await == 2).then_some(())
-    })
-    .await;
+    app.wait_run_count(&alert, 2).await;
     let outcome = app.run_outcome(&alert, ROUND).await;
     assert_eq!(outcome["guard"]["guard"], "max_rounds", "{outcome}");
     assert_eq!(app.rounds(&alert).await.len(), 1);
@@ -301,10 +295,7 @@ async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
         1
     );
     // The resolving mention's run stops at the guard: no second round in the resolved thread.
-    firstline_testkit::wait_for("the resolving mention's run", ROUND, || async {
-        (app.run_count(&first).await == 2).then_some(())
-    })
-    .await;
+    app.wait_run_count(&first, 2).await;
     let outcome = app.run_outcome(&first, ROUND).await;
     assert_eq!(outcome["guard"]["guard"], "resolved", "{outcome}");
 

@@ -147,7 +147,11 @@ async fn killed_between_posting_and_storing_the_reply() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stalled_worker_that_wakes_up_late_is_fenced_off() {
     use nix::sys::signal::Signal;
-    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    let mut settings = test_settings();
+    // The stopped worker's outstanding task polls (five) stay open, and the server may hand
+    // retries to them, each lost until its heartbeat times out: enough attempts to outlast them.
+    settings.round.activity_attempts = 8;
+    let mut app = RoundApp::spawn(CRASHLOOP, settings).await;
     let stalled = app
         .start_worker(Some("round.graph.after_step=1*return(3000)"))
         .await;

@@ -55,7 +55,7 @@ fn settings(url: String, allow: &[&str]) -> McpSettings {
             url: Some(url),
             profile: Some("lab".into()),
             allow: allow.iter().map(|s| s.to_string()).collect(),
-            call_timeout_secs: Some(1),
+            call_timeout_secs: Some(10),
             connect_timeout_secs: Some(5),
             ..Default::default()
         }],
@@ -150,8 +150,9 @@ async fn tools_allowlist_refuses_audits_and_sends_nothing() {
 async fn tools_timeout_becomes_missing_evidence_and_is_audited() {
     let db = firstline_testkit::test_db().await;
     let lab = lab(vec![]).await;
-    let tools =
-        McpTools::from_settings(&settings(lab.mcp_url(), &[]), Some(db.pool.clone())).unwrap();
+    let mut settings = settings(lab.mcp_url(), &[]);
+    settings.servers[0].call_timeout_secs = Some(1);
+    let tools = McpTools::from_settings(&settings, Some(db.pool.clone())).unwrap();
     let round = tools.round(CallScope::adhoc("timeout"));
     let started = std::time::Instant::now();
     let reason = missing_reason(round.fetch(describe("slow-pod")).await);

@@ -159,7 +159,9 @@ async fn temporal_stopped_delays_wake_ups_and_they_are_delivered_after_it_return
     let db = firstline_testkit::test_db().await;
     let mut s = settings(&db.url);
     s.temporal.address = address.clone();
-    s.bot.relay_call_timeout_secs = 2;
+    // A stopped server refuses at once; a just-restarted one may answer slowly, and a signal
+    // that lands after the deadline would be sent again.
+    s.bot.relay_call_timeout_secs = 10;
     let bot = TestBot::start(&s, INGEST_AND_WAKE).await;
     let delivered = |thread: &str, id: &str, text: &str| {
         let body = mention(id, thread, thread, text);

@@ -176,7 +176,7 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
         .send()
         .await;
     assert_eq!(hook.status(), 200);
-    firstline_testkit::wait_for("the alert", Duration::from_secs(10), || async {
+    firstline_testkit::wait_for("the alert", Duration::from_secs(30), || async {
         (count(
             &db.pool,
             "SELECT count(*) FROM messages WHERE kind = 'alert'",
@@ -197,7 +197,7 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
         "<@U07F1RSTBOT> what happened?",
         Some(&alert_ts),
     );
-    firstline_testkit::wait_for("the 👀 reaction", Duration::from_secs(10), || async {
+    firstline_testkit::wait_for("the 👀 reaction", Duration::from_secs(30), || async {
         let thread = slack.workspace().thread(INCIDENTS, &alert_ts)?;
         thread
             .iter()
@@ -219,7 +219,7 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
     api.post_in_thread(INCIDENTS, &alert_ts, "<@U07F1RSTBOT> note to self")
         .await
         .unwrap();
-    firstline_testkit::wait_for("the echo", Duration::from_secs(10), || async {
+    firstline_testkit::wait_for("the echo", Duration::from_secs(30), || async {
         (count(
             &db.pool,
             "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
@@ -256,15 +256,17 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
     s.slack.app_token = SecretString::new("xapp-standin-token");
     s.slack.api_url = slack.api_url();
     let bot = TestBot::start(&s, INGEST_ONLY).await;
-    firstline_testkit::wait_for("the socket connection", Duration::from_secs(15), || async {
+    firstline_testkit::wait_for("the socket connection", Duration::from_secs(30), || async {
+        (slack.sockets_connected() > 0).then_some(())
+    })
+    .await;
+    assert!(
         slack
             .calls()
             .iter()
-            .any(|c| c.method == "apps.connections.open")
-            .then_some(())
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+            .any(|c| c.method == "apps.connections.open"),
+        "the bot asked for its socket's URL"
+    );
     let ts = slack.user_says(
         INCIDENTS,
         ONCALL_USER,
@@ -273,7 +275,7 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
     );
     firstline_testkit::wait_for(
         "the mention over Socket Mode",
-        Duration::from_secs(15),
+        Duration::from_secs(30),
         || async {
             (count(
                 &db.pool,
@@ -305,7 +307,7 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
     assert_eq!(hook.status(), 200);
     firstline_testkit::wait_for(
         "the alert over Socket Mode",
-        Duration::from_secs(15),
+        Duration::from_secs(30),
         || async {
             (count(
                 &db.pool,
@@ -336,8 +338,22 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
         .unwrap();
     firstline_testkit::wait_for(
         "the ✅ over Socket Mode",
-        Duration::from_secs(15),
+        Duration::from_secs(30),
         || async { (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(()) },
+    )
+    .await;
+    firstline_testkit::wait_for(
+        "the echo over Socket Mode",
+        Duration::from_secs(30),
+        || async {
+            (count(
+                &db.pool,
+                "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
+            )
+            .await
+                == 1)
+                .then_some(())
+        },
     )
     .await;
     let metadata: serde_json::Value =
@@ -660,7 +676,7 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
         .send()
         .await;
     assert_eq!(hook.status(), 200);
-    firstline_testkit::wait_for("the alert", Duration::from_secs(10), || async {
+    firstline_testkit::wait_for("the alert", Duration::from_secs(30), || async {
         (count(
             &db.pool,
             "SELECT count(*) FROM messages WHERE kind = 'alert'",
@@ -684,7 +700,7 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
     })
     .await
     .unwrap();
-    firstline_testkit::wait_for("the echo", Duration::from_secs(10), || async {
+    firstline_testkit::wait_for("the echo", Duration::from_secs(30), || async {
         (count(
             &db.pool,
             "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
@@ -722,7 +738,7 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
     slack
         .user_reacts(INCIDENTS, ONCALL_USER, &alert_ts, "white_check_mark")
         .unwrap();
-    firstline_testkit::wait_for("the resolution", Duration::from_secs(10), || async {
+    firstline_testkit::wait_for("the resolution", Duration::from_secs(30), || async {
         (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(())
     })
     .await;

@@ -22,7 +22,8 @@ fn lab_settings(url: String) -> McpSettings {
             name: "lab".into(),
             url: Some(url),
             profile: Some("lab".into()),
-            call_timeout_secs: Some(2),
+            // Short enough to cut the failing scenario's 60 s hang, long enough for a loaded machine.
+            call_timeout_secs: Some(5),
             ..Default::default()
         }],
         ..Default::default()
@@ -193,7 +194,7 @@ async fn tools_failing_leaves_every_capability_missing() {
         }
     }
     assert!(
-        Utc::now() - started < Duration::seconds(10),
+        Utc::now() - started < Duration::seconds(30),
         "the hanging query was cut at its timeout"
     );
     lab.shutdown().await;

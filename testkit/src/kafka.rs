@@ -7,12 +7,12 @@ use rdkafka::message::Message;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-/// `(key, value)` of every record in `topic`, read until `expected` records arrived or
-/// `timeout` passed.
+/// `(key, value)` of every record in `topic`, read until `enough` says so of the records so far
+/// or `timeout` passed, then for one second more.
 pub async fn read_topic(
     brokers: &str,
     topic: &str,
-    expected: usize,
+    enough: impl Fn(&[(String, String)]) -> bool + Send + 'static,
     timeout: Duration,
 ) -> Vec<(String, String)> {
     let (brokers, topic) = (brokers.to_string(), topic.to_string());
@@ -29,7 +29,7 @@ pub async fn read_topic(
         consumer.subscribe(&[&topic]).expect("subscribe");
         let deadline = Instant::now() + timeout;
         let mut records = Vec::new();
-        while records.len() < expected && Instant::now() < deadline {
+        while !enough(&records) && Instant::now() < deadline {
             if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
                 records.push(key_and_value(&m));
             }

@@ -37,12 +37,15 @@ async fn isolated_while_the_other_runs(me: &str, other: &str) {
         || {
             let admin = admin.clone();
             async move {
-                sqlx::query_scalar("SELECT database FROM harness_rendezvous WHERE test = $1")
-                    .bind(other)
-                    .fetch_optional(&admin)
-                    .await
-                    .ok()
-                    .flatten()
+                sqlx::query_scalar(
+                    "SELECT database FROM harness_rendezvous WHERE run = $1 AND test = $2",
+                )
+                .bind(run_id())
+                .bind(other)
+                .fetch_optional(&admin)
+                .await
+                .ok()
+                .flatten()
             }
         },
     )

@@ -23,10 +23,11 @@ pub const BOT_USER: &str = "U07F1RSTBOT";
 pub const ONCALL: &str = "U07ONCALL01";
 
 /// Round limits for tests: quick retries and heartbeats so a killed worker's round moves on in
-/// seconds; the rest are the defaults unless a test changes them.
+/// seconds; the rest are the defaults unless a test changes them. The heartbeat timeout leaves a
+/// loaded CI machine room: the SDK sends heartbeats only every 0.8 × the timeout.
 pub fn test_settings() -> Settings {
     let mut s = Settings::default();
-    s.round.run_graph_heartbeat_secs = 2;
+    s.round.run_graph_heartbeat_secs = 5;
     s.round.run_graph_timeout_secs = 120;
     s.round.activity_timeout_secs = 20;
     s.round.retry_initial_ms = 300;
@@ -407,15 +408,24 @@ impl RoundApp {
         }
     }
 
-    /// How many runs the thread's workflow id has had.
-    pub async fn run_count(&self, thread_ts: &str) -> i64 {
+    /// Waits until the thread's workflow id has had `runs` runs, or panics after 30 s.
+    pub async fn wait_run_count(&self, thread_ts: &str, runs: i64) {
         let client = self.temporal().await;
         let query = format!("WorkflowId = '{}'", self.workflow_id(thread_ts));
-        client
-            .count_workflows(query, Default::default())
-            .await
-            .map(|c| c.count() as i64)
-            .expect("counting runs")
+        // Temporal's visibility store lags the runs themselves: wait for the count to catch up.
+        firstline_testkit::wait_for(
+            &format!("{runs} run(s) of the thread's workflow"),
+            Duration::from_secs(30),
+            || async {
+                let counted = client
+                    .count_workflows(query.clone(), Default::default())
+                    .await
+                    .map(|c| c.count() as i64)
+                    .expect("counting runs");
+                (counted == runs).then_some(())
+            },
+        )
+        .await;
     }
 
     /// The round's input context as `run_graph` stored it (step 0).

@@ -148,7 +148,17 @@ where
                 .await?;
                 step_started = std::time::Instant::now();
                 last = Some(checkpoint);
-                faults::pause(faults::GRAPH_AFTER_STEP).await;
+                // A pause injected here stands for a slow worker, which keeps heartbeating.
+                let pause = faults::pause(faults::GRAPH_AFTER_STEP);
+                tokio::pin!(pause);
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = &mut cancelled => return Err(RoundError::Cancelled),
+                        () = &mut pause => break,
+                        _ = ticker.tick() => heartbeat(beat.clone()).await,
+                    }
+                }
             }
             Err(failed) => {
                 // Keep what the failed step's siblings wrote: the retry re-runs only the failure.

@@ -57,6 +57,13 @@ impl Deliverer {
             .push(socket);
     }
 
+    /// How many Socket Mode connections are open now.
+    pub fn sockets_connected(&self) -> usize {
+        let mut sockets = self.sockets.lock().unwrap_or_else(|p| p.into_inner());
+        sockets.retain(|s| !s.is_closed());
+        sockets.len()
+    }
+
     /// The event payloads Slack sends for `message` in `channel`.
     pub fn payloads(workspace: &Workspace, channel: &str, message: &Message) -> Vec<Value> {
         let mut event = json!({

@@ -138,6 +138,11 @@ impl StandIn {
         self.state.deliverer.set_events_url(url);
     }
 
+    /// How many Socket Mode connections are open now (events go over them rather than HTTP).
+    pub fn sockets_connected(&self) -> usize {
+        self.state.deliverer.sockets_connected()
+    }
+
     /// A person posts `text` in `channel` (in `thread_ts`'s thread when given); returns the ts.
     pub fn user_says(
         &self,
