@@ -5,7 +5,8 @@
 //! window, verified by slack-morphism's axum layer in constant time (401) → JSON (400) → the
 //! envelope's `type`: `url_verification` answered, `app_rate_limited` logged, `event_callback`
 //! to the [`Pipeline`] (200 after commit, 503 when the database cannot record it, so Slack
-//! retries), anything else 400. Nothing is stored before the signature is verified.
+//! retries), another type acknowledged and ignored, no type 400. Nothing is stored before the
+//! signature is verified.
 //!
 //! The body is parsed once, into the JSON value the pipeline classifies and stores as `raw`; the
 //! layer only verifies. (Its typed `SlackPushEvent` extractor parsed every event a second time,
@@ -145,7 +146,14 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
                 }
             }
         }
-        _ => bad_request("unknown envelope type"),
+        // An envelope type Slack adds later is acknowledged and ignored, as unknown events are:
+        // a 400 would only make Slack redeliver it and count our endpoint as failing.
+        Some(other) => {
+            metrics::counter!(telemetry::EVENTS, "outcome" => "ignored").increment(1);
+            tracing::warn!(envelope = %one_line(other), "ignored an envelope of unknown type");
+            StatusCode::OK.into_response()
+        }
+        None => bad_request("the envelope has no type"),
     }
 }
 

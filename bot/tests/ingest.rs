@@ -176,7 +176,7 @@ async fn bad_or_missing_signatures_and_stale_timestamps_are_rejected_and_store_n
 }
 
 #[tokio::test]
-async fn bad_json_and_envelopes_are_400_unknown_events_are_acked_big_bodies_are_413() {
+async fn bad_json_and_untyped_envelopes_are_400_unknown_types_are_acked_big_bodies_are_413() {
     let db = firstline_testkit::test_db().await;
     let mut s = settings(&db.url);
     s.bot.body_limit_bytes = 4096;
@@ -186,11 +186,11 @@ async fn bad_json_and_envelopes_are_400_unknown_events_are_acked_big_bodies_are_
         400
     );
     assert_eq!(post_signed(&bot.events_url, "not json", 0, &[]).await, 400);
-    // Envelopes: an unknown or missing `type`, and a challenge without its challenge, are 400;
-    // Slack's rate-limit notice is acknowledged.
+    // Envelopes: a missing `type`, and a challenge without its challenge, are 400; Slack's
+    // rate-limit notice and an envelope type we do not know are acknowledged (and not stored).
     for envelope in [
-        json!({"token": "x", "type": "brand_new_envelope"}),
         json!({"token": "x", "event": {"type": "message"}}),
+        json!({"token": "x", "type": 7}),
         json!({"token": "x", "type": "url_verification"}),
     ] {
         assert_eq!(
@@ -199,12 +199,17 @@ async fn bad_json_and_envelopes_are_400_unknown_events_are_acked_big_bodies_are_
             "{envelope}"
         );
     }
-    let limited = json!({"token": "x", "type": "app_rate_limited", "team_id": "T07F1RSTDEV",
-        "minute_rate_limited": 1518467820, "api_app_id": "A07F1RSTAPP"});
-    assert_eq!(
-        post_signed(&bot.events_url, &limited.to_string(), 0, &[]).await,
-        200
-    );
+    for envelope in [
+        json!({"token": "x", "type": "app_rate_limited", "team_id": "T07F1RSTDEV",
+            "minute_rate_limited": 1518467820, "api_app_id": "A07F1RSTAPP"}),
+        json!({"token": "x", "type": "brand_new_envelope"}),
+    ] {
+        assert_eq!(
+            post_signed(&bot.events_url, &envelope.to_string(), 0, &[]).await,
+            200,
+            "{envelope}"
+        );
+    }
     let unknown = json!({"token": "x", "team_id": "T07F1RSTDEV", "api_app_id": "A07F1RSTAPP", "type": "event_callback",
         "event_id": "Ev07UNKNOWN1", "event_time": 1733140000,
         "event": {"type": "brand_new_event_type", "whatever": {"nested": true}}});
