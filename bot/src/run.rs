@@ -1,5 +1,6 @@
 //! Assembling and running the bot: database pool, Slack identity, the event transport (HTTP or
-//! Socket Mode), the reaction task and the two relays, all stopped by one cancellation token.
+//! Socket Mode), the reaction task, the two relays and the outbox's retention, all stopped by one
+//! cancellation token.
 
 use crate::classify::Classifier;
 use crate::ingest::writer::WriterConfig;
@@ -196,6 +197,10 @@ pub async fn start(
             timeout: call_timeout,
         });
         tasks.spawn(relay::run(pool.clone(), sink, relay_config, cancel.clone()));
+    }
+    if parts.publish || parts.wake {
+        let keep = Duration::from_secs(settings.bot.outbox_retention_hours.saturating_mul(3600));
+        tasks.spawn(relay::prune::run(pool.clone(), keep, cancel.clone()));
     }
     let closing = pool.clone();
     let stop = cancel.clone();

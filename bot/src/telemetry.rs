@@ -20,6 +20,8 @@ pub const RELAY_ATTEMPTS: &str = "firstline_relay_attempts_total";
 pub const RELAY_LAG_SECONDS: &str = "firstline_relay_lag_seconds";
 /// Gauge: age in seconds of the oldest undelivered row at the last claim, by `relay`.
 pub const RELAY_OLDEST_PENDING_SECONDS: &str = "firstline_relay_oldest_pending_seconds";
+/// Counter: delivered outbox rows deleted by retention.
+pub const OUTBOX_PRUNED: &str = "firstline_outbox_pruned_total";
 /// Counter: threads resolved at ingest, by `via` (mention, recovery_alert, check_mark).
 pub const RESOLUTIONS: &str = "firstline_bot_resolutions_total";
 /// Counter: Slack retries seen (`X-Slack-Retry-Num` present), by `reason`.

@@ -222,6 +222,8 @@ pub struct BotSettings {
     pub relay_backoff_max_secs: u64,
     /// Seconds a Kafka publish or Temporal call may take before it counts as failed.
     pub relay_call_timeout_secs: u64,
+    /// Hours a delivered outbox row is kept before it is deleted (undelivered rows never are).
+    pub outbox_retention_hours: u64,
 }
 
 impl Default for BotSettings {
@@ -247,6 +249,7 @@ impl Default for BotSettings {
             relay_backoff_initial_ms: 500,
             relay_backoff_max_secs: 60,
             relay_call_timeout_secs: 10,
+            outbox_retention_hours: 168,
         }
     }
 }
@@ -798,6 +801,11 @@ impl Settings {
                 "bot.relay_call_timeout_secs",
                 "FIRSTLINE_BOT__RELAY_CALL_TIMEOUT_SECS",
                 self.bot.relay_call_timeout_secs,
+            ),
+            (
+                "bot.outbox_retention_hours",
+                "FIRSTLINE_BOT__OUTBOX_RETENTION_HOURS",
+                self.bot.outbox_retention_hours,
             ),
         ] {
             if value == 0 {

@@ -9,6 +9,7 @@
 
 pub mod kafka;
 pub mod outbox;
+pub mod prune;
 pub mod temporal;
 
 use crate::{faults, telemetry};
