@@ -204,3 +204,66 @@ async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
     );
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn a_payload_that_is_not_a_message_record_fails_alone_with_its_reason() {
+    let db = firstline_testkit::test_db().await;
+    let s = settings(&db.url);
+    let bot = TestBot::start(
+        &s,
+        Parts {
+            ingest: true,
+            publish: false,
+            wake: false,
+        },
+    )
+    .await;
+    let body = message_event(
+        "Ev07GOOD0001",
+        "C07INCIDENT",
+        "1733140300.000100",
+        "U07ONCALL01",
+        "fine",
+    )
+    .to_string();
+    assert_eq!(post_signed(&bot.events_url, &body, 0, &[]).await, 200);
+    bot.stop().await;
+    // A row no ingest statement would write: garbage in the outbox must not block the rest.
+    sqlx::query(
+        "INSERT INTO outbox (kind, thread_id, message_id, payload)
+         SELECT 'publish', thread_id, message_id + 1000, '{\"not\": \"a record\"}' FROM outbox",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let sink = KafkaSink::new(&s.kafka.brokers, &s.kafka.topic, Duration::from_secs(5)).unwrap();
+    let config = RelayConfig {
+        batch: 10,
+        poll: Duration::from_millis(50),
+        backoff_initial: Duration::from_secs(60),
+        backoff_max: Duration::from_secs(60),
+    };
+    assert_eq!(relay::pass(&db.pool, &sink, &config).await.unwrap(), 2);
+    let rows: Vec<(bool, i32, Option<String>)> =
+        sqlx::query_as("SELECT sent_at IS NOT NULL, attempts, last_error FROM outbox ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(rows[0], (true, 1, None), "the good row is delivered");
+    let (sent, attempts, error) = &rows[1];
+    assert!(!sent && *attempts == 1, "{rows:?}");
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("is not a message record")),
+        "{error:?}"
+    );
+    let records = read_topic(
+        &s.kafka.brokers,
+        &s.kafka.topic,
+        |r| !r.is_empty(),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(records.len(), 1, "{records:?}");
+}

@@ -16,7 +16,11 @@ const INGEST_ONLY: Parts = Parts {
 const WEEK: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Records `n` messages through a bot that relays nothing; returns their outbox ids in order.
-async fn recorded(db_url: &firstline_config::DatabaseUrl, pool: &sqlx::PgPool, n: usize) -> Vec<i64> {
+async fn recorded(
+    db_url: &firstline_config::DatabaseUrl,
+    pool: &sqlx::PgPool,
+    n: usize,
+) -> Vec<i64> {
     let bot = TestBot::start(&settings(db_url), INGEST_ONLY).await;
     for i in 0..n {
         let body = message_event(

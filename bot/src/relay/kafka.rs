@@ -14,6 +14,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
+use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -128,7 +129,7 @@ impl Sink for KafkaSink {
         // Enqueue all (in id order, so per-key order holds), then await every delivery.
         let mut pending = Vec::with_capacity(rows.len());
         for row in rows {
-            let key = match serde_json::from_value::<MessageRecord>(row.payload.clone()) {
+            let key = match MessageRecord::deserialize(&row.payload) {
                 Ok(record) => record.thread.kafka_key(),
                 Err(e) => {
                     pending.push(Err(format!(
