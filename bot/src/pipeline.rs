@@ -9,6 +9,7 @@ use crate::classify::{Classifier, Skip};
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
 use crate::model::Kind;
+use crate::reactions;
 use crate::resolution;
 use crate::telemetry;
 use serde_json::Value;
@@ -61,6 +62,8 @@ pub struct ReactTo {
     pub channel: String,
     /// Message ts.
     pub ts: String,
+    /// The emoji's name: 👀 for a mention, ✅ for one that resolved its thread.
+    pub reaction: &'static str,
 }
 
 /// Shared by the HTTP endpoint and the Socket Mode listener.
@@ -127,6 +130,7 @@ impl Pipeline {
         let mention_at = (kind == Kind::Mention).then(|| ReactTo {
             channel: message.thread.channel_id.clone(),
             ts: message.ts.clone(),
+            reaction: reactions::EYES,
         });
         let recorded =
             match tokio::time::timeout(self.inner.timeout, self.inner.writer.record(message)).await
@@ -154,9 +158,13 @@ impl Pipeline {
             } => {
                 metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
                     .increment(1);
-                if let (Some(mention), Some(reactions)) = (mention_at, &self.inner.reactions) {
+                if let (Some(mut mention), Some(queue)) = (mention_at, &self.inner.reactions) {
+                    // A person's `resolved` is confirmed with ✅: their word closed the thread.
+                    if resolved.is_some() {
+                        mention.reaction = resolution::CHECK_MARK;
+                    }
                     // Full queue: skip the reaction rather than slow the ack.
-                    let _ = reactions.try_send(mention);
+                    let _ = queue.try_send(mention);
                 }
                 Ok(Handled::Stored {
                     message_id,

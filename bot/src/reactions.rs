@@ -1,6 +1,6 @@
-//! The 👀 reaction on a recorded mention: a background task fed by the pipeline after commit, so
-//! a slow or failing Slack never delays an ack. Best effort: a failure is logged, not retried
-//! (the mention is already recorded and its round already queued).
+//! The reaction on a recorded mention (👀, or ✅ when it resolved its thread): a background task
+//! fed by the pipeline after commit, so a slow or failing Slack never delays an ack. Best effort:
+//! a failure is logged, not retried (the mention is already recorded and its round queued).
 
 use crate::pipeline::ReactTo;
 use crate::slack::SlackApi;
@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 /// Reaction added to mentions.
 pub const EYES: &str = "eyes";
 
-/// Reacts to each mention received on `requests` until `cancel` fires or the senders are gone.
+/// Adds each reaction received on `requests` until `cancel` fires or the senders are gone.
 pub async fn run(
     api: Arc<SlackApi>,
     mut requests: mpsc::Receiver<ReactTo>,
@@ -25,8 +25,11 @@ pub async fn run(
                 None => break,
             },
         };
-        if let Err(e) = api.add_reaction(&request.channel, &request.ts, EYES).await {
-            tracing::warn!(channel = %request.channel, ts = %request.ts, error = %e, "could not add 👀");
+        let added = api
+            .add_reaction(&request.channel, &request.ts, request.reaction)
+            .await;
+        if let Err(e) = added {
+            tracing::warn!(channel = %request.channel, ts = %request.ts, reaction = request.reaction, error = %e, "could not react");
         }
     }
 }

@@ -242,6 +242,29 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
     // The HTML view shows the thread.
     let page = http_client().get(&slack.url()).send().await;
     assert!(page.body.contains("KubePodCrashLooping") && page.body.contains("note to self"));
+    // A person resolves the thread by mention: ✅ on their message says the bot understood.
+    let resolving = slack.user_says(
+        INCIDENTS,
+        ONCALL_USER,
+        "<@U07F1RSTBOT> resolved: bad config rolled back",
+        Some(&alert_ts),
+    );
+    firstline_testkit::wait_for("the ✅ reaction", Duration::from_secs(30), || async {
+        let thread = slack.workspace().thread(INCIDENTS, &alert_ts)?;
+        thread
+            .iter()
+            .find(|m| m.ts == resolving && m.has_reaction("white_check_mark"))
+            .map(|m| assert!(!m.has_reaction("eyes"), "✅ instead of 👀"))
+    })
+    .await;
+    assert_eq!(
+        count(
+            &db.pool,
+            "SELECT count(*) FROM threads WHERE status = 'resolved'"
+        )
+        .await,
+        1
+    );
     bot.stop().await;
     cancel.cancel();
 }
