@@ -79,7 +79,6 @@ async fn migrations_apply_to_an_empty_database_and_install_pgvector() {
     assert!(def("message_embeddings_embedding").contains("USING hnsw"));
     assert!(def("incidents_search").contains("USING gin"));
     assert!(def("outbox_pending").contains("WHERE (sent_at IS NULL)"));
-    assert!(def("outbox_created_at_brin").contains("USING brin (created_at)"));
 }
 
 #[tokio::test]

@@ -136,8 +136,9 @@ async fn questions_then_the_answer_gives_a_grounded_second_round() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a_new_run() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
-    // The first graph step of the first round pauses for 4 s: mentions land while it runs.
-    app.start_worker(Some("round.graph.after_step=1*return(4000)"))
+    // The first graph step of the first round pauses for 12 s, past the 5 s heartbeat timeout:
+    // mentions land while it runs, and the paused step keeps heartbeating (no second attempt).
+    app.start_worker(Some("round.graph.after_step=1*return(12000)"))
         .await;
     let alert = app.post_alert(None).await;
     firstline_testkit::wait_for("round 1's first step", ROUND, || async {
@@ -163,6 +164,12 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
         "exactly one more round: {rounds_after:?}"
     );
     assert_eq!(rounds[0].run_id, rounds[1].run_id);
+    assert_eq!(
+        app.count("SELECT count(*) FROM round_checkpoints WHERE attempt > 1")
+            .await,
+        0,
+        "a long step heartbeats: Temporal never timed its attempt out"
+    );
     // Three mentions signalled the open run.
     app.wait_run_count(&alert, 1).await;
     let input = app.round_input(&alert, 2).await;

@@ -5,7 +5,7 @@
 //! window, verified by slack-morphism's axum layer in constant time (401) → JSON (400) → the
 //! envelope's `type`: `url_verification` answered, `app_rate_limited` logged, `event_callback`
 //! to the [`Pipeline`] (200 after commit, 503 when the database cannot record it, so Slack
-//! retries), another type acknowledged and ignored, no type 400. Nothing is stored before the
+//! retries), another type acknowledged and ignored, no `type` string 400. Nothing is stored before the
 //! signature is verified.
 //!
 //! The body is parsed once, into the JSON value the pipeline classifies and stores as `raw`; the
@@ -153,7 +153,7 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
             tracing::warn!(envelope = %one_line(other), "ignored an envelope of unknown type");
             StatusCode::OK.into_response()
         }
-        None => bad_request("the envelope has no type"),
+        None => bad_request("the envelope has no `type` string"),
     }
 }
 

@@ -5,16 +5,9 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use firstline_testkit::private::PrivateServer;
 use serde_json::json;
 use std::time::Duration;
-
-const INGEST_ONLY: Parts = Parts {
-    ingest: true,
-    publish: false,
-    wake: false,
-};
 
 #[tokio::test]
 async fn url_verification_is_answered_with_the_challenge() {

@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use firstline_bot::classify::Classifier;
 use firstline_bot::ingest::writer::{WriteError, Writer, WriterConfig};
 use firstline_bot::ingest::{Recorded, record, record_batch};
@@ -342,15 +341,7 @@ async fn a_message_the_database_refuses_fails_alone_and_its_batch_is_recorded() 
 #[tokio::test]
 async fn a_nul_in_a_payload_is_stored_as_a_replacement_character_not_refused() {
     let db = firstline_testkit::test_db().await;
-    let bot = TestBot::start(
-        &settings(&db.url),
-        Parts {
-            ingest: true,
-            publish: false,
-            wake: false,
-        },
-    )
-    .await;
+    let bot = TestBot::start(&settings(&db.url), INGEST_ONLY).await;
     let body = message_event(
         "Ev07NULBYTE1",
         "C07INCIDENT",

@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use firstline_testkit::kafka::{count_by_key, read_topic};
 use firstline_testkit::private::PrivateServer;
 use std::time::{Duration, Instant};
@@ -25,15 +24,7 @@ async fn kafka_down_for_30_s_while_1000_events_arrive_loses_and_duplicates_nothi
     // Long enough that a broker busy catching up still confirms within it: a confirmation that
     // comes after the deadline is sent again, and would show as a duplicate here.
     s.bot.relay_call_timeout_secs = 10;
-    let bot = TestBot::start(
-        &s,
-        Parts {
-            ingest: true,
-            publish: true,
-            wake: false,
-        },
-    )
-    .await;
+    let bot = TestBot::start(&s, INGEST_AND_PUBLISH).await;
     let send = |i: usize| {
         let url = bot.events_url.clone();
         async move {

@@ -4,18 +4,11 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use firstline_bot::relay::kafka::KafkaSink;
 use firstline_bot::relay::outbox::{OutboxKind, OutboxRow};
 use firstline_bot::relay::{self, RelayConfig, Sink};
 use firstline_testkit::kafka::{count_by_key, read_topic};
 use std::time::Duration;
-
-const INGEST_AND_PUBLISH: Parts = Parts {
-    ingest: true,
-    publish: true,
-    wake: false,
-};
 
 #[tokio::test]
 async fn recorded_messages_are_published_once_keyed_by_thread() {
@@ -122,15 +115,7 @@ impl Sink for Hangs {
 async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
     let db = firstline_testkit::test_db().await;
     let s = settings(&db.url);
-    let bot = TestBot::start(
-        &s,
-        Parts {
-            ingest: true,
-            publish: false,
-            wake: false,
-        },
-    )
-    .await;
+    let bot = TestBot::start(&s, INGEST_ONLY).await;
     for i in 0..30 {
         let body = message_event(
             &format!("Ev07R{i:07}"),
@@ -209,15 +194,7 @@ async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
 async fn a_payload_that_is_not_a_message_record_fails_alone_with_its_reason() {
     let db = firstline_testkit::test_db().await;
     let s = settings(&db.url);
-    let bot = TestBot::start(
-        &s,
-        Parts {
-            ingest: true,
-            publish: false,
-            wake: false,
-        },
-    )
-    .await;
+    let bot = TestBot::start(&s, INGEST_ONLY).await;
     let body = message_event(
         "Ev07GOOD0001",
         "C07INCIDENT",
@@ -236,7 +213,7 @@ async fn a_payload_that_is_not_a_message_record_fails_alone_with_its_reason() {
     .execute(&db.pool)
     .await
     .unwrap();
-    let sink = KafkaSink::new(&s.kafka.brokers, &s.kafka.topic, Duration::from_secs(5)).unwrap();
+    let sink = KafkaSink::new(&s.kafka.brokers, &s.kafka.topic, Duration::from_secs(10)).unwrap();
     let config = RelayConfig {
         batch: 10,
         poll: Duration::from_millis(50),

@@ -8,7 +8,6 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use firstline_testkit::private::PrivateServer;
 use std::time::Duration;
 use temporalio_client::{
@@ -16,12 +15,6 @@ use temporalio_client::{
     WorkflowFetchHistoryOptions, WorkflowTerminateOptions,
 };
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
-
-const INGEST_AND_WAKE: Parts = Parts {
-    ingest: true,
-    publish: false,
-    wake: true,
-};
 
 async fn client() -> Client {
     client_of(&firstline_testkit::stack().temporal_address).await

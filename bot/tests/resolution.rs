@@ -6,14 +6,8 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use serde_json::{Value, json};
 
-const INGEST_ONLY: Parts = Parts {
-    ingest: true,
-    publish: false,
-    wake: false,
-};
 const CHANNEL: &str = "C07INCIDENT";
 const ONCALL: &str = "U07ONCALL01";
 const ALERTMANAGER: &str = "B07ALERTMGR";

@@ -4,15 +4,9 @@
 mod common;
 
 use common::*;
-use firstline_bot::Parts;
 use firstline_bot::relay::prune::prune;
 use std::time::Duration;
 
-const INGEST_ONLY: Parts = Parts {
-    ingest: true,
-    publish: false,
-    wake: false,
-};
 const WEEK: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Records `n` messages through a bot that relays nothing; returns their outbox ids in order.
@@ -34,10 +28,7 @@ async fn recorded(
         assert_eq!(post_signed(&bot.events_url, &body, 0, &[]).await, 200);
     }
     bot.stop().await;
-    sqlx::query_scalar("SELECT id FROM outbox ORDER BY id")
-        .fetch_all(pool)
-        .await
-        .unwrap()
+    remaining(pool).await
 }
 
 /// Backdates rows: created `created_days` ago, sent `sent_days` ago (or never).
@@ -55,6 +46,7 @@ async fn age(pool: &sqlx::PgPool, ids: &[i64], created_days: i32, sent_days: Opt
     .unwrap();
 }
 
+/// The outbox's ids, in order.
 async fn remaining(pool: &sqlx::PgPool) -> Vec<i64> {
     sqlx::query_scalar("SELECT id FROM outbox ORDER BY id")
         .fetch_all(pool)
@@ -89,15 +81,7 @@ async fn a_bot_running_a_relay_prunes_at_start() {
     age(&db.pool, &ids[..2], 2, Some(2)).await;
     let mut s = settings(&db.url);
     s.bot.outbox_retention_hours = 24;
-    let bot = TestBot::start(
-        &s,
-        Parts {
-            ingest: true,
-            publish: true,
-            wake: false,
-        },
-    )
-    .await;
+    let bot = TestBot::start(&s, INGEST_AND_PUBLISH).await;
     // The third row is delivered by the relay and kept: it was sent just now.
     firstline_testkit::wait_for("the aged rows pruned", Duration::from_secs(30), || async {
         (remaining(&db.pool).await == ids[2..]).then_some(())

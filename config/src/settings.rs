@@ -194,6 +194,9 @@ pub struct AlertRule {
     pub text_patterns: Vec<String>,
 }
 
+/// Longest `bot.outbox_retention_hours` accepted.
+pub const MAX_OUTBOX_RETENTION_HOURS: u64 = 24 * 365 * 10;
+
 /// The bot process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -815,6 +818,15 @@ impl Settings {
                     reason: "must be at least 1".into(),
                 });
             }
+        }
+        // Past this the cutoff leaves PostgreSQL's timestamp range and retention would fail
+        // every pass; ten years is "keep them".
+        if self.bot.outbox_retention_hours > MAX_OUTBOX_RETENTION_HOURS {
+            return Err(ConfigError::Rejected {
+                setting: "bot.outbox_retention_hours",
+                env: "FIRSTLINE_BOT__OUTBOX_RETENTION_HOURS",
+                reason: format!("must be at most {MAX_OUTBOX_RETENTION_HOURS} (ten years)"),
+            });
         }
         for rule in &self.bot.alert_rules {
             for pattern in &rule.text_patterns {

@@ -91,6 +91,27 @@ fn semantic_errors_name_setting_and_variable() {
 }
 
 #[test]
+fn outbox_retention_is_between_an_hour_and_ten_years() {
+    for (value, accepted) in [("0", false), ("1", true), ("87600", true), ("87601", false)] {
+        Jail::expect_with(|jail| {
+            jail.set_env("FIRSTLINE_BOT__OUTBOX_RETENTION_HOURS", value);
+            match Settings::load(None) {
+                Ok(s) => assert!(accepted, "{value} accepted: {s:?}"),
+                Err(e) => {
+                    let error = e.to_string();
+                    assert!(!accepted, "{value} rejected: {error}");
+                    assert!(
+                        error.contains("FIRSTLINE_BOT__OUTBOX_RETENTION_HOURS"),
+                        "{error}"
+                    );
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
 fn the_database_password_never_reaches_debug_output() {
     let url = DatabaseUrl::new("postgres://fl:s3cr3t@db.internal:5433/firstline?sslmode=require");
     let settings = Settings {

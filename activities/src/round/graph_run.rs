@@ -15,6 +15,7 @@
 //! failed at this round) are dropped: a new run starts the round over, with fresh tool results.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,11 +37,37 @@ use crate::tools::{CallScope, McpTools};
 /// How often a running step re-sends its heartbeat.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
+/// Awaits `work` (a step, or an injected pause) while re-sending `beat` every tick of `ticker`,
+/// since it may outlast the heartbeat timeout; `Err(Cancelled)` if `cancelled` resolves first.
+/// Bounded by `work` itself: a step by its nodes' timeouts, a pause by its length.
+async fn heartbeating<T, H, F>(
+    work: impl Future<Output = T>,
+    ticker: &mut tokio::time::Interval,
+    heartbeat: &H,
+    beat: &GraphHeartbeat,
+    mut cancelled: Pin<&mut impl Future<Output = ()>>,
+) -> Result<T, RoundError>
+where
+    H: Fn(GraphHeartbeat) -> F,
+    F: Future<Output = ()>,
+{
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            () = cancelled.as_mut() => return Err(RoundError::Cancelled),
+            _ = ticker.tick() => heartbeat(beat.clone()).await,
+            value = &mut work => return Ok(value),
+        }
+    }
+}
+
 /// A stored checkpoint of the incident graph.
 pub type IncidentCheckpoint = Checkpoint<IncidentState>;
 
-/// Runs (or resumes) round `input.round` of the thread. `heartbeat` is called once per stored
-/// step; the run stops with [`RoundError::Cancelled`] when `cancelled` resolves.
+/// Runs (or resumes) round `input.round` of the thread. `heartbeat` is called after each stored
+/// step and every [`HEARTBEAT_EVERY`] while one runs; the run stops with
+/// [`RoundError::Cancelled`] when `cancelled` resolves.
 pub async fn run_graph<H, F>(
     pool: &PgPool,
     tools: &McpTools,
@@ -116,16 +143,8 @@ where
     let mut last: Option<IncidentCheckpoint> = None;
     let mut step_started = std::time::Instant::now();
     loop {
-        // `next()` is cancel-safe: the stream keeps its in-flight step between polls.
-        let event = tokio::select! {
-            biased;
-            () = &mut cancelled => return Err(RoundError::Cancelled),
-            _ = ticker.tick() => {
-                heartbeat(beat.clone()).await;
-                continue;
-            }
-            event = steps.next() => event,
-        };
+        let next = steps.next();
+        let event = heartbeating(next, &mut ticker, &heartbeat, &beat, cancelled.as_mut()).await?;
         let Some(event) = event else { break };
         match event {
             Ok(step) => {
@@ -150,15 +169,7 @@ where
                 last = Some(checkpoint);
                 // A pause injected here stands for a slow worker, which keeps heartbeating.
                 let pause = faults::pause(faults::GRAPH_AFTER_STEP);
-                tokio::pin!(pause);
-                loop {
-                    tokio::select! {
-                        biased;
-                        () = &mut cancelled => return Err(RoundError::Cancelled),
-                        () = &mut pause => break,
-                        _ = ticker.tick() => heartbeat(beat.clone()).await,
-                    }
-                }
+                heartbeating(pause, &mut ticker, &heartbeat, &beat, cancelled.as_mut()).await?;
             }
             Err(failed) => {
                 // Keep what the failed step's siblings wrote: the retry re-runs only the failure.

@@ -36,6 +36,27 @@ pub fn settings(db: &DatabaseUrl) -> Settings {
     s
 }
 
+/// Recording only: no relay runs.
+pub const INGEST_ONLY: Parts = Parts {
+    ingest: true,
+    publish: false,
+    wake: false,
+};
+
+/// Recording and the Kafka relay.
+pub const INGEST_AND_PUBLISH: Parts = Parts {
+    ingest: true,
+    publish: true,
+    wake: false,
+};
+
+/// Recording and the Temporal relay.
+pub const INGEST_AND_WAKE: Parts = Parts {
+    ingest: true,
+    publish: false,
+    wake: true,
+};
+
 /// A running bot and the token that stops it.
 pub struct TestBot {
     pub running: Option<Running>,
