@@ -24,7 +24,7 @@ pub const ONCALL: &str = "U07ONCALL01";
 
 /// Round limits for tests: quick retries and heartbeats so a killed worker's round moves on in
 /// seconds; the rest are the defaults unless a test changes them. The heartbeat timeout leaves a
-/// loaded CI machine room: the SDK sends heartbeats only every 0.8 × the timeout.
+/// loaded CI machine room (the worker sends one at least every third of it).
 pub fn test_settings() -> Settings {
     let mut s = Settings::default();
     s.round.run_graph_heartbeat_secs = 5;

@@ -133,6 +133,9 @@ pub async fn start_worker(
         .register_activities(activities)
         .tuner(tuner)
         .graceful_shutdown_period(Duration::from_secs(settings.worker.shutdown_grace_secs))
+        .max_heartbeat_throttle_interval(heartbeat_throttle(
+            settings.round.run_graph_heartbeat_secs,
+        ))
         .build();
     let worker =
         Worker::new(&runtime, client, options).map_err(|e| WorkerError::Worker(e.to_string()))?;
@@ -226,5 +229,25 @@ async fn render_metrics(State(state): State<HttpState>) -> (StatusCode, String) 
             StatusCode::NOT_FOUND,
             "metrics recorder not installed\n".into(),
         ),
+    }
+}
+
+/// How often at most the SDK sends `run_graph`'s heartbeats. Its default, 0.8 × the heartbeat
+/// timeout, leaves a busy worker a fifth of the timeout before the server gives the attempt up
+/// as lost; a third of it keeps two heartbeats in every timeout window.
+fn heartbeat_throttle(heartbeat_timeout_secs: u64) -> Duration {
+    (Duration::from_secs(heartbeat_timeout_secs) / 3).max(Duration::from_secs(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heartbeat_throttle;
+    use std::time::Duration;
+
+    #[test]
+    fn heartbeats_go_out_at_least_every_third_of_the_timeout_but_not_more_than_once_a_second() {
+        assert_eq!(heartbeat_throttle(30), Duration::from_secs(10));
+        assert_eq!(heartbeat_throttle(5), Duration::from_secs(5) / 3);
+        assert_eq!(heartbeat_throttle(2), Duration::from_secs(1));
     }
 }

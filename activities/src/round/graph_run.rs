@@ -3,7 +3,8 @@
 //! After every super-step the graph's checkpoint is stored in `round_checkpoints` and a small
 //! heartbeat (round, step, nodes, checkpoint key — never the state) is recorded. A retried
 //! attempt, on this worker or another, resumes from the last *stored* checkpoint: heartbeat
-//! details lag by up to 0.8 × the heartbeat timeout, the database does not. Tool calls go
+//! details lag by up to a third of the heartbeat timeout (the worker's throttle), the database
+//! does not. Tool calls go
 //! through the tool layer's digest cache keyed by thread and round, so the steps a retry does
 //! re-run are served from `tool_cache` without calling a tool twice. A finished checkpoint is
 //! never re-run.
@@ -130,7 +131,7 @@ where
 
     tokio::pin!(cancelled);
     // Heartbeat from the start and while a step runs, not only between steps: a step may take
-    // longer than the heartbeat timeout (the SDK throttles the calls to 0.8 × that timeout).
+    // longer than the heartbeat timeout (the worker throttles the sends to a third of it).
     let mut beat = GraphHeartbeat {
         round,
         step: step_number(resumed_from),
