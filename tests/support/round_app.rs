@@ -194,6 +194,11 @@ impl RoundApp {
         })
         .await
         .expect("the worker is ready within 60 s");
+        // Its HTTP server is up before it polls; healthy means polling.
+        firstline_testkit::wait_for("the worker to poll", Duration::from_secs(60), || async {
+            (http_get(&health).await.0 == 200).then_some(())
+        })
+        .await;
         self.worker_health.push(health);
         // Keep draining stdout so the worker never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
