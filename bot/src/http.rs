@@ -5,8 +5,8 @@
 //! window, verified by slack-morphism's axum layer in constant time (401) → JSON (400) → the
 //! envelope's `type`: `url_verification` answered, `app_rate_limited` logged, `event_callback`
 //! to the [`Pipeline`] (200 after commit, 503 when the database cannot record it, so Slack
-//! retries), another type acknowledged and ignored, no `type` string 400. Nothing is stored before the
-//! signature is verified.
+//! retries), another type acknowledged and ignored, no `type` string 400. Nothing is stored
+//! before the signature is verified.
 //!
 //! The body is parsed once, into the JSON value the pipeline classifies and stores as `raw`; the
 //! layer only verifies. (Its typed `SlackPushEvent` extractor parsed every event a second time,

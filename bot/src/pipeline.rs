@@ -127,11 +127,8 @@ impl Pipeline {
         span.record("event_id", message.event_id.as_deref().unwrap_or(""));
         span.record("kind", message.kind.as_str());
         let kind = message.kind;
-        let mention_at = (kind == Kind::Mention).then(|| ReactTo {
-            channel: message.thread.channel_id.clone(),
-            ts: message.ts.clone(),
-            reaction: reactions::EYES,
-        });
+        let mention_at = (kind == Kind::Mention)
+            .then(|| (message.thread.channel_id.clone(), message.ts.clone()));
         let recorded =
             match tokio::time::timeout(self.inner.timeout, self.inner.writer.record(message)).await
             {
@@ -158,13 +155,18 @@ impl Pipeline {
             } => {
                 metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
                     .increment(1);
-                if let (Some(mut mention), Some(queue)) = (mention_at, &self.inner.reactions) {
+                if let (Some((channel, ts)), Some(queue)) = (mention_at, &self.inner.reactions) {
                     // A person's `resolved` is confirmed with ✅: their word closed the thread.
-                    if resolved.is_some() {
-                        mention.reaction = resolution::CHECK_MARK;
-                    }
+                    let reaction = match resolved {
+                        Some(_) => resolution::CHECK_MARK,
+                        None => reactions::EYES,
+                    };
                     // Full queue: skip the reaction rather than slow the ack.
-                    let _ = queue.try_send(mention);
+                    let _ = queue.try_send(ReactTo {
+                        channel,
+                        ts,
+                        reaction,
+                    });
                 }
                 Ok(Handled::Stored {
                     message_id,

@@ -146,18 +146,12 @@ async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
     let cancel = tokio_util::sync::CancellationToken::new();
     let sink = KafkaSink::new(&s.kafka.brokers, &s.kafka.topic, Duration::from_secs(5)).unwrap();
     let b = tokio::spawn(relay::run(db.pool.clone(), sink, config, cancel.clone()));
-    firstline_testkit::wait_for(
+    wait_count(
+        &db.pool,
         "instance B to deliver the unlocked rows",
+        "SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL",
+        20,
         Duration::from_secs(60),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL",
-            )
-            .await
-                == 20)
-                .then_some(())
-        },
     )
     .await;
     assert_eq!(

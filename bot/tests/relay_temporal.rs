@@ -176,15 +176,13 @@ async fn temporal_stopped_delays_wake_ups_and_they_are_delivered_after_it_return
         200,
         "acked while Temporal is stopped"
     );
-    firstline_testkit::wait_for("a failed wake attempt", Duration::from_secs(30), || async {
-        (count(
-            &db.pool,
-            "SELECT count(*) FROM outbox WHERE kind = 'wake' AND sent_at IS NULL AND attempts > 0",
-        )
-        .await
-            == 1)
-            .then_some(())
-    })
+    wait_count(
+        &db.pool,
+        "a failed wake attempt",
+        "SELECT count(*) FROM outbox WHERE kind = 'wake' AND sent_at IS NULL AND attempts > 0",
+        1,
+        Duration::from_secs(30),
+    )
     .await;
 
     let server = private.start_temporal().await;

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use firstline_bot::slack::{OutgoingMessage, SlackApi, SlackApiError};
-use firstline_bot::standin::state::{BOT_USER_ID, Failure, INCIDENTS, ONCALL_USER};
+use firstline_bot::standin::state::{BOT_USER_ID, Failure, INCIDENTS, Message, ONCALL_USER};
 use firstline_bot::standin::{StandIn, StandInConfig};
 use firstline_config::{SecretString, SlackMode};
 use serde_json::json;
@@ -45,6 +45,21 @@ fn api(standin: &StandIn) -> SlackApi {
         &SecretString::new("xoxb-standin-token"),
         Duration::from_secs(5),
     )
+}
+
+/// Waits until message `ts` in `thread_ts`'s thread of #incidents carries reaction `name`.
+async fn reacted(slack: &StandIn, thread_ts: &str, ts: &str, name: &str) -> Message {
+    firstline_testkit::wait_for(
+        &format!("the {name} reaction"),
+        Duration::from_secs(30),
+        || async {
+            let thread = slack.workspace().thread(INCIDENTS, thread_ts)?;
+            thread
+                .into_iter()
+                .find(|m| m.ts == ts && m.has_reaction(name))
+        },
+    )
+    .await
 }
 
 #[tokio::test]
@@ -169,15 +184,13 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
         .send()
         .await;
     assert_eq!(hook.status(), 200);
-    firstline_testkit::wait_for("the alert", Duration::from_secs(30), || async {
-        (count(
-            &db.pool,
-            "SELECT count(*) FROM messages WHERE kind = 'alert'",
-        )
-        .await
-            == 1)
-            .then_some(())
-    })
+    wait_count(
+        &db.pool,
+        "the alert",
+        "SELECT count(*) FROM messages WHERE kind = 'alert'",
+        1,
+        Duration::from_secs(30),
+    )
     .await;
     let alert_ts: String = sqlx::query_scalar("SELECT ts FROM messages WHERE kind = 'alert'")
         .fetch_one(&db.pool)
@@ -190,14 +203,7 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
         "<@U07F1RSTBOT> what happened?",
         Some(&alert_ts),
     );
-    firstline_testkit::wait_for("the 👀 reaction", Duration::from_secs(30), || async {
-        let thread = slack.workspace().thread(INCIDENTS, &alert_ts)?;
-        thread
-            .iter()
-            .any(|m| m.ts == ts && m.has_reaction("eyes"))
-            .then_some(())
-    })
-    .await;
+    reacted(&slack, &alert_ts, &ts, "eyes").await;
     tokio::time::sleep(Duration::from_millis(500)).await; // let the second event land
     assert_eq!(
         count(
@@ -212,15 +218,13 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
     api.post_in_thread(INCIDENTS, &alert_ts, "<@U07F1RSTBOT> note to self")
         .await
         .unwrap();
-    firstline_testkit::wait_for("the echo", Duration::from_secs(30), || async {
-        (count(
-            &db.pool,
-            "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
-        )
-        .await
-            == 1)
-            .then_some(())
-    })
+    wait_count(
+        &db.pool,
+        "the echo",
+        "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
+        1,
+        Duration::from_secs(30),
+    )
     .await;
     assert_eq!(
         count(&db.pool, "SELECT count(*) FROM threads").await,
@@ -242,14 +246,8 @@ async fn the_bot_records_what_the_standin_delivers_reacts_to_mentions_and_ignore
         "<@U07F1RSTBOT> resolved: bad config rolled back",
         Some(&alert_ts),
     );
-    firstline_testkit::wait_for("the ✅ reaction", Duration::from_secs(30), || async {
-        let thread = slack.workspace().thread(INCIDENTS, &alert_ts)?;
-        thread
-            .iter()
-            .find(|m| m.ts == resolving && m.has_reaction("white_check_mark"))
-            .map(|m| assert!(!m.has_reaction("eyes"), "✅ instead of 👀"))
-    })
-    .await;
+    let confirmed = reacted(&slack, &alert_ts, &resolving, "white_check_mark").await;
+    assert!(!confirmed.has_reaction("eyes"), "✅ instead of 👀");
     assert_eq!(
         count(
             &db.pool,
@@ -282,18 +280,12 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
         "<@U07F1RSTBOT> over the socket",
         None,
     );
-    firstline_testkit::wait_for(
+    wait_count(
+        &db.pool,
         "the mention over Socket Mode",
+        "SELECT count(*) FROM messages WHERE kind = 'mention'",
+        1,
         Duration::from_secs(30),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM messages WHERE kind = 'mention'",
-            )
-            .await
-                == 1)
-                .then_some(())
-        },
     )
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -314,18 +306,12 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
         .send()
         .await;
     assert_eq!(hook.status(), 200);
-    firstline_testkit::wait_for(
+    wait_count(
+        &db.pool,
         "the alert over Socket Mode",
+        "SELECT count(*) FROM messages WHERE kind = 'alert'",
+        1,
         Duration::from_secs(30),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM messages WHERE kind = 'alert'",
-            )
-            .await
-                == 1)
-                .then_some(())
-        },
     )
     .await;
     let alert_ts: String = sqlx::query_scalar("SELECT ts FROM messages WHERE kind = 'alert'")
@@ -345,24 +331,20 @@ async fn socket_mode_receives_the_same_events_and_dedupes_them() {
     slack
         .user_reacts(INCIDENTS, ONCALL_USER, &alert_ts, "white_check_mark")
         .unwrap();
-    firstline_testkit::wait_for(
+    wait_count(
+        &db.pool,
         "the ✅ over Socket Mode",
+        "SELECT count(*) FROM incidents",
+        1,
         Duration::from_secs(30),
-        || async { (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(()) },
     )
     .await;
-    firstline_testkit::wait_for(
+    wait_count(
+        &db.pool,
         "the echo over Socket Mode",
+        "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
+        1,
         Duration::from_secs(30),
-        || async {
-            (count(
-                &db.pool,
-                "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
-            )
-            .await
-                == 1)
-                .then_some(())
-        },
     )
     .await;
     let metadata: serde_json::Value =
@@ -685,15 +667,13 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
         .send()
         .await;
     assert_eq!(hook.status(), 200);
-    firstline_testkit::wait_for("the alert", Duration::from_secs(30), || async {
-        (count(
-            &db.pool,
-            "SELECT count(*) FROM messages WHERE kind = 'alert'",
-        )
-        .await
-            == 1)
-            .then_some(())
-    })
+    wait_count(
+        &db.pool,
+        "the alert",
+        "SELECT count(*) FROM messages WHERE kind = 'alert'",
+        1,
+        Duration::from_secs(30),
+    )
     .await;
     let alert_ts: String = sqlx::query_scalar("SELECT ts FROM messages WHERE kind = 'alert'")
         .fetch_one(&db.pool)
@@ -709,15 +689,13 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
     })
     .await
     .unwrap();
-    firstline_testkit::wait_for("the echo", Duration::from_secs(30), || async {
-        (count(
-            &db.pool,
-            "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
-        )
-        .await
-            == 1)
-            .then_some(())
-    })
+    wait_count(
+        &db.pool,
+        "the echo",
+        "SELECT count(*) FROM messages WHERE kind = 'bot_echo'",
+        1,
+        Duration::from_secs(30),
+    )
     .await;
     let (metadata, blocks): (serde_json::Value, serde_json::Value) = sqlx::query_as(
         "SELECT raw->'event'->'metadata', raw->'event'->'blocks' FROM messages WHERE kind = 'bot_echo'",
@@ -747,9 +725,13 @@ async fn echoes_carry_blocks_and_metadata_and_a_persons_check_mark_resolves_the_
     slack
         .user_reacts(INCIDENTS, ONCALL_USER, &alert_ts, "white_check_mark")
         .unwrap();
-    firstline_testkit::wait_for("the resolution", Duration::from_secs(30), || async {
-        (count(&db.pool, "SELECT count(*) FROM incidents").await == 1).then_some(())
-    })
+    wait_count(
+        &db.pool,
+        "the resolution",
+        "SELECT count(*) FROM incidents",
+        1,
+        Duration::from_secs(30),
+    )
     .await;
     let (status, root_cause) = resolution(&db.pool).await;
     assert_eq!(status, "resolved");

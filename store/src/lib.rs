@@ -91,9 +91,9 @@ fn unreachable(url: &DatabaseUrl, error: sqlx::Error) -> StoreError {
 ///
 /// The pool does not ping a connection before handing it out (sqlx's default does): that is one
 /// more round trip per query, and on the ingest path the ping was 8 % of the bot's CPU in
-/// `bench/ingest` besides the server's share. A connection the server dropped fails its next query with an I/O error and is
-/// discarded; every caller already treats a database error as retryable (ingest answers 503 and
-/// Slack retries, relays back off, activities retry).
+/// `bench/ingest` besides the server's share. A connection the server dropped fails its next
+/// query with an I/O error and is discarded; every caller already treats a database error as
+/// retryable (ingest answers 503 and Slack retries, relays back off, activities retry).
 pub async fn connect(settings: &DatabaseSettings) -> Result<PgPool, StoreError> {
     let timeout = Duration::from_secs(settings.connect_timeout_secs);
     let pool = PgPoolOptions::new()

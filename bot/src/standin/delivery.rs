@@ -59,9 +59,14 @@ impl Deliverer {
 
     /// How many Socket Mode connections are open now.
     pub fn sockets_connected(&self) -> usize {
+        self.open_sockets().len()
+    }
+
+    /// The Socket Mode connections still open; closed ones are forgotten.
+    fn open_sockets(&self) -> Vec<mpsc::UnboundedSender<Value>> {
         let mut sockets = self.sockets.lock().unwrap_or_else(|p| p.into_inner());
         sockets.retain(|s| !s.is_closed());
-        sockets.len()
+        sockets.clone()
     }
 
     /// The event payloads Slack sends for `message` in `channel`.
@@ -152,12 +157,7 @@ impl Deliverer {
 
     /// Sends `payload` to the bot in the background.
     pub fn send(self: &std::sync::Arc<Self>, payload: Value) {
-        let sockets: Vec<_> = {
-            let mut sockets = self.sockets.lock().unwrap_or_else(|p| p.into_inner());
-            sockets.retain(|s| !s.is_closed());
-            sockets.clone()
-        };
-        if let Some(socket) = sockets.first() {
+        if let Some(socket) = self.open_sockets().first() {
             let _ = socket.send(payload);
             return;
         }

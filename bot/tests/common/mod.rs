@@ -122,6 +122,20 @@ pub async fn count(pool: &sqlx::PgPool, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.expect(sql)
 }
 
+/// Waits until `sql` counts `expected` rows, or panics after `timeout` naming `what`.
+pub async fn wait_count(
+    pool: &sqlx::PgPool,
+    what: &str,
+    sql: &str,
+    expected: i64,
+    timeout: Duration,
+) {
+    firstline_testkit::wait_for(what, timeout, || async {
+        (count(pool, sql).await == expected).then_some(())
+    })
+    .await;
+}
+
 /// `(threads.status, incidents.root_cause)` of the one resolved thread's incident.
 pub async fn resolution(pool: &sqlx::PgPool) -> (String, String) {
     sqlx::query_as(
