@@ -1,10 +1,10 @@
-//! `firstline bot`: the Slack ingress process (issue 5, `bot/`). Applies pending migrations,
+//! `firstline bot`: the Slack ingress process. Applies pending migrations,
 //! then runs the event transport (Events API or Socket Mode, per `slack.mode`) and both outbox
 //! relays until SIGTERM or Ctrl-C, then stops them and waits. `FAILPOINTS` (fault injection for
 //! the crash tests) is read once here.
 
-use crate::service::{StopSignals, apply_migrations};
-use firstline_bot::Parts;
+use crate::service::Service;
+use firstline_bot::{Parts, Running};
 use firstline_config::Settings;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
@@ -13,21 +13,25 @@ use tokio_util::sync::CancellationToken;
 pub struct Args {}
 
 pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
-    let _faults = fail::FailScenario::setup();
-    let mut stop = StopSignals::install()?;
-    apply_migrations(&settings).await?;
+    let mut service = Service::prepare(&settings).await?;
     let cancel = CancellationToken::new();
-    let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
+    let running = start(&settings, &cancel).await?;
     if let Some(url) = running.events_url() {
         println!("bot       {url}");
     } else if let Some(addr) = running.http_addr {
         println!("bot       Socket Mode; health and metrics on http://{addr}");
     }
-    stop.requested().await;
+    service.stop.requested().await;
     eprintln!("stopping…");
     cancel.cancel();
     running.wait().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every part of the bot, with this process's metrics, stopped by `cancel`.
+async fn start(settings: &Settings, cancel: &CancellationToken) -> anyhow::Result<Running> {
+    let metrics = crate::telemetry::metrics();
+    Ok(firstline_bot::start(settings, Parts::ALL, metrics, cancel.clone()).await?)
 }
 
 /// The bot as `firstline dev` runs it: against the embedded stack, and — when no bot token is
@@ -41,7 +45,7 @@ pub struct DevBot {
     /// the worker in the same `dev` uses them too.
     pub settings: Settings,
     /// The stand-in, when no Slack token is configured.
-    pub standin: Option<firstline_bot::standin::StandIn>,
+    pub standin: Option<firstline_slack::standin::StandIn>,
 }
 
 /// Signing secret shared by the stand-in and the bot in dev when none is configured.
@@ -55,8 +59,8 @@ pub async fn start_for_dev(
     addresses: &firstline_stack::Addresses,
     database: &str,
 ) -> anyhow::Result<DevBot> {
-    use firstline_bot::standin::{StandIn, StandInConfig};
     use firstline_config::SecretString;
+    use firstline_slack::standin::{StandIn, StandInConfig};
     let mut settings = settings.clone();
     settings.database.url = addresses.database_url(database);
     settings.temporal.address = addresses.temporal_address();
@@ -90,7 +94,7 @@ pub async fn start_for_dev(
         settings.slack.mode = firstline_config::SlackMode::Http;
         Some(standin)
     };
-    let running = firstline_bot::start(&settings, Parts::ALL, cancel.clone()).await?;
+    let running = start(&settings, &cancel).await?;
     if let Some(url) = running.events_url() {
         lines.push(format!("bot       {url}"));
     }
@@ -103,7 +107,7 @@ pub async fn start_for_dev(
         lines.push(format!(
             "          test alert: curl -s -XPOST {}/webhook/{} -d '{{\"username\":\"Alertmanager\",\"text\":\"[FIRING:1] KubePodCrashLooping checkout\"}}'",
             standin.url(),
-            firstline_bot::standin::state::INCIDENTS
+            firstline_slack::standin::state::INCIDENTS
         ));
     }
     Ok(DevBot {

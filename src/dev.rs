@@ -11,10 +11,10 @@
 //! The embedder joins when its issue lands.
 
 use crate::service::StopSignals;
-use firstline_bot::standin::state::INCIDENTS;
 use firstline_config::{DatabaseSettings, Settings};
 use firstline_lab::scenario::Scenario;
 use firstline_lab::server::LabHandle;
+use firstline_slack::standin::state::INCIDENTS;
 use firstline_stack::{Addresses, Stack, StackConfig};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -69,7 +69,7 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         if worker_settings.mcp.servers.is_empty() {
             lab = start_lab(&settings, &mut worker_settings).await;
         }
-        match firstline_workflows::start_worker(&worker_settings, worker_cancel.clone()).await {
+        match crate::worker::start_worker(&worker_settings, worker_cancel.clone()).await {
             Ok(started) => worker = Some(started),
             Err(e) => {
                 if let Some(bot) = bot {

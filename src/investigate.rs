@@ -16,13 +16,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use firstline_activities::incident::{
-    AlertInput, GraphOptions, IncidentState, RoundResult, ThreadContext, build_incident_graph,
-    render_markdown, run_round,
-};
-use firstline_activities::tools::{CallScope, McpTools};
 use firstline_config::Settings;
+use firstline_investigation::tools::{CallScope, McpTools};
+use firstline_investigation::{
+    AlertInput, GraphOptions, IncidentState, RoundResult, build_incident_graph, render_markdown,
+    run_round,
+};
 use firstline_lab::Scenario;
+use firstline_model::ThreadContext;
 use firstline_store::PgPool;
 
 use crate::eval::runner::{RunOptions, investigate_in_lab, scenario_alert};

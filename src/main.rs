@@ -1,4 +1,4 @@
-//! `firstline`: the one binary. Each subcommand is a process of the system (DESIGN §2) or an
+//! `firstline`: the one binary. Each subcommand is a process of the system or an
 //! operator's tool; this file only parses the command line, loads settings, starts telemetry and
 //! turns errors into one line on stderr and a non-zero exit code.
 
@@ -55,7 +55,9 @@ fn main() -> ExitCode {
         Ok(settings) => settings,
         Err(e) => return fail(&anyhow::Error::new(e)),
     };
-    telemetry::init(&settings.log);
+    if let Err(e) = telemetry::init(&settings.log) {
+        return fail(&e);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,6 +1,6 @@
 //! What the long-running subcommands (`bot`, `worker`, `dev`) share around their work: the stop
-//! request they run until (SIGTERM or Ctrl-C), and, for `bot` and `worker`, the pending
-//! migrations applied before they start.
+//! request they run until (SIGTERM or Ctrl-C), and, for `bot` and `worker`, the start of a
+//! service process: fault injection read from `FAILPOINTS`, and pending migrations applied.
 
 use firstline_config::Settings;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -29,8 +29,30 @@ impl StopSignals {
     }
 }
 
+/// A `bot` or `worker` process, ready to start its work.
+pub struct Service {
+    /// `FAILPOINTS`, read once (the crash tests pause processes there); inert when unset.
+    _faults: fail::FailScenario<'static>,
+    /// Resolves when the process is asked to stop.
+    pub stop: StopSignals,
+}
+
+impl Service {
+    /// Reads `FAILPOINTS`, installs the stop signals (before anything slow, so a signal during
+    /// start-up is not lost) and applies pending migrations.
+    pub async fn prepare(settings: &Settings) -> anyhow::Result<Self> {
+        let faults = fail::FailScenario::setup();
+        let stop = StopSignals::install()?;
+        apply_migrations(settings).await?;
+        Ok(Self {
+            _faults: faults,
+            stop,
+        })
+    }
+}
+
 /// Brings `database.url` to the current schema.
-pub async fn apply_migrations(settings: &Settings) -> anyhow::Result<()> {
+async fn apply_migrations(settings: &Settings) -> anyhow::Result<()> {
     let pool = firstline_store::connect(&settings.database).await?;
     firstline_store::migrate(&pool, &settings.database.url).await?;
     pool.close().await;

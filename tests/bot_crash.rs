@@ -4,8 +4,8 @@
 //! instance delivers those again — at least once, as the schema documents, with the same
 //! `message_id` for the consumer to dedupe on — and every other message exactly once.
 
-use firstline_bot::slack::signing;
 use firstline_config::Settings;
+use firstline_slack::signing;
 use firstline_testkit::kafka::{count_by_key, read_topic};
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -193,7 +193,7 @@ async fn kill_mid_relay_then_recover(point: &str) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_bot_killed_holding_undelivered_rows_leaves_them_to_another_bot_exactly_once() {
-    let records = kill_mid_relay_then_recover(firstline_bot::faults::RELAY_AFTER_CLAIM).await;
+    let records = kill_mid_relay_then_recover(firstline_model::faults::RELAY_AFTER_CLAIM).await;
     let by_key = count_by_key(&records);
     assert_eq!(by_key.len(), MESSAGES, "every message published");
     assert!(
@@ -204,7 +204,7 @@ async fn a_bot_killed_holding_undelivered_rows_leaves_them_to_another_bot_exactl
 
 #[tokio::test]
 async fn a_bot_killed_after_delivering_leaves_a_redelivery_with_the_same_message_id() {
-    let records = kill_mid_relay_then_recover(firstline_bot::faults::RELAY_AFTER_DELIVER).await;
+    let records = kill_mid_relay_then_recover(firstline_model::faults::RELAY_AFTER_DELIVER).await;
     let by_key = count_by_key(&records);
     assert_eq!(by_key.len(), MESSAGES, "every message published");
     assert!(by_key.values().all(|&n| n <= 2), "{by_key:?}");

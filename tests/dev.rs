@@ -493,3 +493,16 @@ async fn dev_demo_shows_a_full_round_in_the_stand_ins_page() {
     let status = tokio::time::timeout(Duration::from_secs(30), dev.child.wait()).await;
     assert!(matches!(status, Ok(Ok(s)) if s.success()), "{status:?}");
 }
+
+#[tokio::test]
+async fn a_log_filter_that_does_not_parse_is_refused_naming_the_setting() {
+    let error = expect_one_line_error(
+        firstline()
+            .arg("migrate")
+            .env_remove("RUST_LOG")
+            .env("FIRSTLINE_LOG__FILTER", "firstline=loud"),
+    )
+    .await;
+    assert!(error.contains("FIRSTLINE_LOG__FILTER"), "{error}");
+    assert!(error.contains("firstline=loud"), "{error}");
+}

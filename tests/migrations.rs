@@ -270,3 +270,43 @@ async fn memory_and_audit_constraints_hold() {
     .unwrap();
     assert!(distance.abs() < 1e-6, "{distance}");
 }
+
+#[tokio::test]
+async fn round_outlines_are_backfilled_from_rounds_committed_before_they_existed() {
+    let (_, url) = empty_db().await;
+    let pool = connect(&url).await;
+    // The schema as it was before the outline columns (0008).
+    let before = sqlx::migrate::Migrator {
+        migrations: std::borrow::Cow::Owned(
+            firstline_store::MIGRATOR
+                .iter()
+                .filter(|m| m.version < 8)
+                .cloned()
+                .collect(),
+        ),
+        ..sqlx::migrate::Migrator::DEFAULT
+    };
+    before.run(&pool).await.expect("migrations 1–7");
+    exec(
+        &pool,
+        r#"INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ('T0A1B2C3D', 'C0A1B2C3D', '1733130000.000100');
+           INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result)
+               VALUES (1, 1, 'w', 'r', now(), true,
+                       '{"text": "posted", "report": {"headline": "h", "causes": [{"statement": "c"}]}}'),
+                      (1, 2, 'w', 'r', now(), false, '{"text": "asked", "report": null}');"#,
+    )
+    .await;
+    migrate(&pool, &url).await.expect("the rest");
+    let outlines: Vec<(String, Option<String>, String)> =
+        sqlx::query_as("SELECT headline, cause, text FROM rounds ORDER BY number")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        outlines,
+        [
+            ("h".to_string(), Some("c".to_string()), "posted".to_string()),
+            (String::new(), None, "asked".to_string()),
+        ]
+    );
+}

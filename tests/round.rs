@@ -1,6 +1,6 @@
 //! End to end: a Slack alert to a reply in its thread through the whole stack — the Slack
 //! stand-in, the bot, Postgres, Temporal, `firstline worker` processes, the incident graph and
-//! the lab MCP server (issue 6). Includes workers killed with SIGKILL at three points.
+//! the lab MCP server. Includes workers killed with SIGKILL at three points.
 
 mod support;
 
@@ -198,6 +198,30 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_alert_posted_only_in_attachments_is_investigated_like_any_other() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    // Alertmanager's legacy Slack format: empty text, the alert in an attachment.
+    let alert_text = app.scenario.alert_text();
+    let (title, details) = alert_text.split_once('\n').unwrap_or((&alert_text, ""));
+    let alert = app
+        .post_webhook_alert(&serde_json::json!({
+            "username": "Alertmanager",
+            "text": "",
+            "attachments": [{"fallback": title, "title": title, "text": details, "color": "danger"}],
+        }))
+        .await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(rounds[0].grounded, "{rounds:?}");
+    assert_expected(&app, rounds[0].text.as_deref().unwrap_or_default());
+    // What the round read is the attachment's alert, stored as the message's text.
+    let input = app.round_input(&alert, 1).await;
+    let read = input["alert"]["text"].as_str().unwrap_or_default();
+    assert!(read.starts_with(title), "{read}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn guards_resolved_max_rounds_and_age_stop_a_round_before_it_starts() {
     let mut settings = test_settings();
     settings.round.max_rounds = 1;
@@ -225,6 +249,29 @@ async fn guards_resolved_max_rounds_and_age_stop_a_round_before_it_starts() {
     let outcome = app.run_outcome(&alert, ROUND).await;
     assert_eq!(outcome["guard"]["guard"], "max_rounds", "{outcome}");
     assert_eq!(app.rounds(&alert).await.len(), 1);
+
+    // The run bounds itself too: with the thread's round count lost (as if the rows lied), the
+    // waiting run still stops at max_rounds instead of running another round.
+    let asking = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod keeps restarting",
+        ))
+        .await;
+    let rounds = app.wait_rounds(&asking, 1, ROUND).await;
+    assert!(!rounds[0].grounded, "the round asked and waits: {rounds:?}");
+    let reset = format!(
+        "WITH reset AS (UPDATE threads SET rounds = 0 WHERE thread_ts = '{asking}' RETURNING 1)
+         SELECT count(*) FROM reset"
+    );
+    assert_eq!(app.count(&reset).await, 1);
+    app.say(&asking, &mention("here is more")).await;
+    let outcome = app.run_outcome(&asking, ROUND).await;
+    assert_eq!(
+        outcome,
+        serde_json::json!({"outcome": "skipped", "rounds_run": 1,
+                           "guard": {"guard": "max_rounds", "rounds": 1, "max": 1}}),
+    );
+    assert_eq!(app.rounds(&asking).await.len(), 1);
 
     // A mention in a thread older than round.max_thread_age_secs (2 h > 1 h).
     let old_ts = format!("{}.000100", chrono::Utc::now().timestamp() - 7200);
@@ -322,7 +369,7 @@ async fn a_round_that_cannot_post_says_so_in_the_thread() {
     // Slack refuses the reply for good (`is_archived` is not worth retrying).
     app.slack.fail_next(
         "chat.postMessage",
-        firstline_bot::standin::state::Failure::Error("is_archived".into()),
+        firstline_slack::standin::state::Failure::Error("is_archived".into()),
     );
     let alert = app.post_alert(None).await;
     let note = firstline_testkit::wait_for("the failure note", ROUND, || async {

@@ -1,28 +1,30 @@
-//! firstline-activities: the pure, deterministic core of an investigation.
+//! firstline-activities: the round's Temporal activities, implemented. The workflow
+//! (`firstline-workflows`) declares them; each implementation here is bound to its declaration,
+//! so names and payloads cannot drift apart.
 //!
-//! Apart from `tools` and `incident`, nothing here does I/O. The MCP tool layer, the lab and
-//! the incident graph's nodes call these functions:
+//! - [`context`]: `load_context` — the thread rebuilt from Postgres, the guards' inputs and the
+//!   limits the workflow applies (a cold start sees everything: Postgres is the source of truth).
+//! - [`graph_run`]: `run_graph` — the incident graph, checkpointed in Postgres after every
+//!   super-step and resumed from there on retry, heartbeating while a step runs.
+//! - [`commit`]: `commit_round` — round, evidence, claims and usage in one transaction,
+//!   idempotent on (thread, round).
+//! - [`post`] and [`blocks`]: `post_to_thread` and `post_failure` — the Block Kit reply, posted
+//!   once whatever fails (the posted ts is stored; a retry finds its own message by metadata).
+//! - [`bindings`]: the Temporal bindings (`#[activities]`), one span per activity.
+//! - [`error`]: what fails, and which failures another attempt can mend.
+//! - [`metrics`]: the names of the worker's metrics.
 //!
-//! - [`alert`] — parse a Slack alert message (or a HolmesGPT request) into an [`alert::AlertTarget`].
-//! - [`redact`] — remove secrets from untrusted text before it is stored or shown.
-//! - [`excerpt`] — bound a tool result to an evidence excerpt, within a per-round budget.
-//! - [`evidence`] — evidence items `E1…`, missing evidence, digests, quote checking.
-//! - [`detectors`] — deterministic detectors turning evidence into cited findings.
-//! - [`tools`] — the capability interface the graph asks for evidence through, and the MCP tool
-//!   layer behind it (the one module here that does I/O: MCP calls, `tool_cache`, `audit`).
-//! - [`incident`] — the incident graph: investigate ∥ recall → summarise → judge → ask (its
-//!   nodes reach the world only through the tool layer and Postgres).
-//! - [`round`] — the round workflow's Temporal activities: load the thread, run the graph
-//!   durably, commit, post once.
-//! - [`holmes_fixture`] — read HolmesGPT's recorded tool calls (for the lab's peer adapter).
+//! The investigation itself lives in `firstline-investigation`; this crate only carries a round
+//! through it durably. It knows nothing of how Slack events arrive.
 
-pub mod alert;
-pub mod detectors;
-pub mod evidence;
-pub mod excerpt;
-pub mod holmes_fixture;
-pub mod incident;
-pub mod redact;
-pub mod round;
-pub mod timeparse;
-pub mod tools;
+pub mod bindings;
+pub mod blocks;
+pub mod commit;
+pub mod context;
+pub mod error;
+pub mod graph_run;
+pub mod metrics;
+pub mod post;
+
+pub use bindings::{Activities, Deps, round_policy};
+pub use error::RoundError;

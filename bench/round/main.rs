@@ -15,8 +15,8 @@ mod round_app;
 
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use firstline_bot::relay::temporal::IncidentRound;
-use firstline_bot::standin::state::TEAM_ID;
+use firstline_slack::standin::state::TEAM_ID;
+use firstline_workflows::IncidentRound;
 use round_app::{RoundApp, test_settings};
 
 const SCENARIO: &str = "crashloop-config-exit-78";

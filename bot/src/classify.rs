@@ -6,15 +6,22 @@
 //!
 //! 1. `message_changed` / `message_replied` → edit; `message_deleted` → deletion.
 //! 2. From a bot (`bot_id`, subtype `bot_message`) or from our own user: alert if an alert rule
-//!    matches, otherwise bot echo (never answer bots, DESIGN invariant 6).
+//!    matches, otherwise bot echo (never answer bots, invariant 6, ARCHITECTURE.md).
 //! 3. From a person: alert if a rule matches (text-pattern rules), mention if it is an
 //!    `app_mention` or contains `<@BOT_USER_ID>`, otherwise chatter.
 //! 4. System subtypes (joins, topic changes, …) are chatter: recorded, never answered.
+//!
+//! A bot's message whose content is in legacy `attachments` (Alertmanager's and Grafana's Slack
+//! formats) is read as its text followed by the attachments' text, so rules, storage and the
+//! round all see the alert.
 
-use crate::model::{Incoming, Kind, ThreadKey};
+use crate::message::{Incoming, Kind};
+use firstline_alert::attachments::message_text;
 use firstline_config::AlertRule;
+use firstline_model::ThreadKey;
 use regex::Regex;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Message subtypes that are edits of an earlier message.
 const EDIT_SUBTYPES: &[&str] = &["message_changed", "message_replied"];
@@ -158,7 +165,7 @@ impl Classifier {
             bot_id: fields.sender.bot_id.map(str::to_string),
             app_id: fields.sender.app_id.map(str::to_string),
             username: fields.sender.username.map(str::to_string),
-            text: fields.text.to_string(),
+            text: fields.text.into_owned(),
             raw: payload.clone(),
         })
     }
@@ -179,7 +186,7 @@ impl Classifier {
         let alert = self
             .rules
             .iter()
-            .any(|r| r.matches(&f.sender, channel, f.text));
+            .any(|r| r.matches(&f.sender, channel, &f.text));
         let from_bot = f.sender.bot_id.is_some() || f.subtype == Some("bot_message");
         let from_us = !self.bot_user_id.is_empty() && f.user == Some(self.bot_user_id.as_str());
         if from_us {
@@ -214,7 +221,7 @@ struct Fields<'a> {
     event_ts: Option<&'a str>,
     inner_ts: Option<&'a str>,
     thread_ts: Option<&'a str>,
-    text: &'a str,
+    text: Cow<'a, str>,
     user: Option<&'a str>,
     sender: Sender<'a>,
 }
@@ -233,6 +240,19 @@ impl<'a> Fields<'a> {
             }
             _ => event,
         };
+        let text = str_at(inner, "text").unwrap_or_default();
+        // Integrations (Alertmanager's and Grafana's legacy formats) may post the whole alert in
+        // `attachments` with an empty `text`: what is stored, matched and investigated is both.
+        let from_integration = str_at(inner, "bot_id").is_some() || subtype == Some("bot_message");
+        let has_attachments = inner
+            .get("attachments")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let text = if from_integration && has_attachments {
+            Cow::Owned(message_text(text, inner))
+        } else {
+            Cow::Borrowed(text)
+        };
         Ok(Self {
             event_type,
             subtype,
@@ -240,7 +260,7 @@ impl<'a> Fields<'a> {
             event_ts: str_at(event, "ts").or_else(|| str_at(event, "event_ts")),
             inner_ts: str_at(inner, "ts").or_else(|| str_at(event, "deleted_ts")),
             thread_ts: str_at(inner, "thread_ts"),
-            text: str_at(inner, "text").unwrap_or_default(),
+            text,
             user: str_at(inner, "user"),
             sender: Sender {
                 bot_id: str_at(inner, "bot_id"),

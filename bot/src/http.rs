@@ -12,9 +12,8 @@
 //! layer only verifies. (Its typed `SlackPushEvent` extractor parsed every event a second time,
 //! about 6 % of the bot's CPU in `bench/ingest`, for two fields of the envelope.)
 
+use crate::metrics as names;
 use crate::pipeline::{Handled, Pipeline};
-use crate::slack::connector;
-use crate::telemetry;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -22,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use firstline_config::SecretString;
+use firstline_slack::connector;
 use metrics_exporter_prometheus::PrometheusHandle;
 use slack_morphism::prelude::*;
 use slack_morphism::signature_verifier::{
@@ -72,7 +72,7 @@ async fn limit_body(request: Request, next: Next, limit: usize) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|len| len > limit) {
-        metrics::counter!(telemetry::EVENTS, "outcome" => "rejected").increment(1);
+        metrics::counter!(names::EVENTS, "outcome" => "rejected").increment(1);
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     }
     let (parts, body) = request.into_parts();
@@ -86,7 +86,7 @@ fn rejection_status(
     _client: Arc<SlackHyperClient>,
     _state: SlackClientEventsUserState,
 ) -> StatusCode {
-    metrics::counter!(telemetry::EVENTS, "outcome" => "rejected").increment(1);
+    metrics::counter!(names::EVENTS, "outcome" => "rejected").increment(1);
     let signature = error
         .downcast_ref::<SlackEventSignatureVerifierError>()
         .is_some()
@@ -131,7 +131,7 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
                     .unwrap_or("unknown")
                     .to_string();
                 tracing::debug!(retry = ?retry, %reason, "Slack redelivery");
-                metrics::counter!(telemetry::SLACK_RETRIES, "reason" => reason).increment(1);
+                metrics::counter!(names::SLACK_RETRIES, "reason" => reason).increment(1);
             }
             match pipeline.handle(&payload).await {
                 Ok(
@@ -149,7 +149,7 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
         // An envelope type Slack adds later is acknowledged and ignored, as unknown events are:
         // a 400 would only make Slack redeliver it and count our endpoint as failing.
         Some(other) => {
-            metrics::counter!(telemetry::EVENTS, "outcome" => "ignored").increment(1);
+            metrics::counter!(names::EVENTS, "outcome" => "ignored").increment(1);
             tracing::warn!(envelope = %one_line(other), "ignored an envelope of unknown type");
             StatusCode::OK.into_response()
         }
@@ -159,7 +159,7 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
 
 /// 400 for a verified request whose body is not an envelope we know.
 fn bad_request(reason: &'static str) -> Response {
-    metrics::counter!(telemetry::EVENTS, "outcome" => "rejected").increment(1);
+    metrics::counter!(names::EVENTS, "outcome" => "rejected").increment(1);
     tracing::warn!(reason, "rejected an event request");
     StatusCode::BAD_REQUEST.into_response()
 }

@@ -1,8 +1,9 @@
 //! Recording classified messages: ONE Postgres transaction for a batch of them (thread upserts,
-//! message inserts deduplicated on `event_id` and `(channel, ts)`, outbox rows, and the
-//! resolutions the messages cause, if any — [`crate::resolution`]), committed before Slack is
-//! acked (DESIGN invariants 1–3). A duplicate inserts nothing and is acked like a success. Alerts
-//! and mentions get a `wake` row, except recovery alerts (recorded and published, never woken).
+//! message inserts deduplicated on `event_id` and `(channel, ts)`, outbox rows, and the resolutions
+//! the messages cause, if any — [`crate::resolution`]), committed before Slack is acked
+//! (ARCHITECTURE.md, invariants 1–3). A duplicate inserts nothing and is acked like a success.
+//! Alerts and mentions get a `wake` row, except recovery alerts (recorded and published, never
+//! woken).
 //!
 //! A batch is what [`writer`] collected while the previous commit was in flight (group commit):
 //! one statement over arrays, one round trip and one fsync, instead of five statements and an
@@ -10,9 +11,9 @@
 
 pub mod writer;
 
-use crate::model::Incoming;
+use crate::message::Incoming;
 use crate::resolution;
-use crate::schema::{MessageRecord, WakeRecord};
+
 use sqlx::PgPool;
 use std::collections::HashSet;
 
@@ -184,9 +185,9 @@ impl<'a> Columns<'a> {
             c.texts.push(&m.text);
             c.raws.push(&m.raw);
             c.publish
-                .push(serde_json::to_value(MessageRecord::new(0, m, received_at)).map_err(encode)?);
+                .push(serde_json::to_value(m.record(0, received_at)).map_err(encode)?);
             c.wake.push(match wakes(m) {
-                true => Some(serde_json::to_value(WakeRecord::new(m)).map_err(encode)?),
+                true => Some(serde_json::to_value(m.wake()).map_err(encode)?),
                 false => None,
             });
         }
@@ -280,7 +281,8 @@ fn first_of_each(messages: &[&Incoming]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Kind, ThreadKey};
+    use crate::message::Kind;
+    use firstline_model::ThreadKey;
 
     fn message(event_id: Option<&str>, channel: &str, ts: &str) -> Incoming {
         Incoming {

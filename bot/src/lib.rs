@@ -1,4 +1,4 @@
-//! Firstline's Slack ingress (`firstline bot`): Slack events in, durable records out.
+//! firstline-bot: Slack ingress (`firstline bot`) — Slack events in, durable records out.
 //!
 //! ```text
 //! Slack ──Events API (http.rs) or Socket Mode (socket.rs)──▶ pipeline.rs
@@ -7,27 +7,25 @@
 //!                  incident) → ack each message after its batch commits
 //! relay/ (background, replica-safe): outbox publish → Kafka (relay/kafka.rs)
 //!                                    outbox wake    → Temporal signal-with-start (relay/temporal.rs)
-//! slack/: the Web API client (post with Block Kit + metadata, update, react, replies), limits,
-//!         pacing, signing
-//! standin/: a Slack stand-in on a real socket for `firstline dev` and the tests
+//! reactions.rs: 👀 on a recorded mention, off the ack path
 //! ```
 //!
 //! [`start`] runs the parts a process wants and stops them all on one cancellation token.
+//!
+//! The bot knows nothing of investigations: it records, resolves threads and wakes the round
+//! workflow through its typed definition (`firstline_workflows::IncidentRound`); the worker does
+//! the rest.
 
 pub mod classify;
-pub mod faults;
 pub mod http;
 pub mod ingest;
-pub mod model;
+pub mod message;
+pub mod metrics;
 pub mod pipeline;
 pub mod reactions;
 pub mod relay;
 pub mod resolution;
-pub mod schema;
-pub mod slack;
 pub mod socket;
-pub mod standin;
-pub mod telemetry;
 
 mod run;
 

@@ -8,10 +8,11 @@
 use crate::classify::{Classifier, Skip};
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
-use crate::model::Kind;
-use crate::reactions;
+use crate::message::Kind;
+use crate::metrics as names;
+use crate::reactions::ReactTo;
 use crate::resolution;
-use crate::telemetry;
+use firstline_model::reactions::{CHECK_MARK, EYES};
 use serde_json::Value;
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -53,17 +54,6 @@ pub enum IngestError {
     /// The transaction did not finish within the ingest deadline.
     #[error("recording the message took longer than {0:?}")]
     Timeout(Duration),
-}
-
-/// A request to react to a recorded mention (sent to the reaction task).
-#[derive(Debug, Clone)]
-pub struct ReactTo {
-    /// Channel id.
-    pub channel: String,
-    /// Message ts.
-    pub ts: String,
-    /// The emoji's name: 👀 for a mention, ✅ for one that resolved its thread.
-    pub reaction: &'static str,
 }
 
 /// Shared by the HTTP endpoint and the Socket Mode listener.
@@ -118,7 +108,7 @@ impl Pipeline {
                     Skip::NotAMessage(t) => format!("event type `{t}`"),
                     Skip::Incomplete(field) => format!("message without {field}"),
                 };
-                metrics::counter!(telemetry::EVENTS, "outcome" => "ignored").increment(1);
+                metrics::counter!(names::EVENTS, "outcome" => "ignored").increment(1);
                 tracing::debug!(%reason, "event acknowledged, not recorded");
                 return Ok(Handled::Ignored(reason));
             }
@@ -134,18 +124,18 @@ impl Pipeline {
             {
                 Ok(Ok(recorded)) => recorded,
                 Ok(Err(e)) => {
-                    metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                    metrics::counter!(names::EVENTS, "outcome" => "error").increment(1);
                     return Err(e.into());
                 }
                 Err(_) => {
-                    metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                    metrics::counter!(names::EVENTS, "outcome" => "error").increment(1);
                     return Err(IngestError::Timeout(self.inner.timeout));
                 }
             };
-        metrics::histogram!(telemetry::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
+        metrics::histogram!(names::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
         match recorded {
             Recorded::Duplicate => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "duplicate").increment(1);
+                metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
                 Ok(Handled::Duplicate)
             }
             Recorded::Stored {
@@ -153,13 +143,13 @@ impl Pipeline {
                 resolved,
                 ..
             } => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
+                metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
                     .increment(1);
                 if let (Some((channel, ts)), Some(queue)) = (mention_at, &self.inner.reactions) {
                     // A person's `resolved` is confirmed with ✅: their word closed the thread.
                     let reaction = match resolved {
-                        Some(_) => resolution::CHECK_MARK,
-                        None => reactions::EYES,
+                        Some(_) => CHECK_MARK,
+                        None => EYES,
                     };
                     // Full queue: skip the reaction rather than slow the ack.
                     let _ = queue.try_send(ReactTo {
@@ -193,24 +183,24 @@ impl Pipeline {
         .await;
         match resolved {
             Ok(Ok(Some(r))) => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "resolved").increment(1);
+                metrics::counter!(names::EVENTS, "outcome" => "resolved").increment(1);
                 Ok(Handled::Resolved {
                     thread_id: r.thread_id,
                 })
             }
             Ok(Ok(None)) => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "ignored").increment(1);
+                metrics::counter!(names::EVENTS, "outcome" => "ignored").increment(1);
                 Ok(Handled::Ignored(
                     "✅ that resolves no open thread (not on an alert, already resolved, or by a bot)"
                         .into(),
                 ))
             }
             Ok(Err(e)) => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                metrics::counter!(names::EVENTS, "outcome" => "error").increment(1);
                 Err(e.into())
             }
             Err(_) => {
-                metrics::counter!(telemetry::EVENTS, "outcome" => "error").increment(1);
+                metrics::counter!(names::EVENTS, "outcome" => "error").increment(1);
                 Err(IngestError::Timeout(self.inner.timeout))
             }
         }

@@ -2,14 +2,21 @@
 //! fed by the pipeline after commit, so a slow or failing Slack never delays an ack. Best effort:
 //! a failure is logged, not retried (the mention is already recorded and its round queued).
 
-use crate::pipeline::ReactTo;
-use crate::slack::SlackApi;
+use firstline_slack::SlackApi;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Reaction added to mentions.
-pub const EYES: &str = "eyes";
+/// A request to react to a recorded mention.
+#[derive(Debug, Clone)]
+pub struct ReactTo {
+    /// Channel id.
+    pub channel: String,
+    /// Message ts.
+    pub ts: String,
+    /// The emoji's name: 👀 for a mention, ✅ for one that resolved its thread.
+    pub reaction: &'static str,
+}
 
 /// Adds each reaction received on `requests` until `cancel` fires or the senders are gone.
 pub async fn run(

@@ -7,8 +7,8 @@
 //!    `<@BOT>` token starts with the word `resolved` (`<@U…> resolved bad ConfigMap, rolled back`);
 //!    the rest is the root cause and the resolution ([`parse_resolved_mention`]).
 //! 2. **A recovery alert**: an alert-classified message marking recovery (Alertmanager
-//!    `[RESOLVED]`, Grafana `[OK]` / `Resolved`, PagerDuty/Datadog `Resolved` / `Recovered`,
-//!    [`is_recovery`]) from the same integration as an open thread's alert in the same channel,
+//!    `[RESOLVED]`, Grafana `[OK]` / `Resolved`, PagerDuty/Datadog `Resolved` / `Recovered`, as
+//!    the one alert parser reads it) from the same integration as an open thread's alert in the same channel,
 //!    with the same alertname (and namespace/service when both say) — or posted as a reply in the
 //!    thread itself. A recovery alert is recorded and published, but never wakes a round.
 //! 3. **✅ on the thread's alert**: `reaction_added` with `white_check_mark` by a person (not the
@@ -17,18 +17,19 @@
 //! Resolving an already resolved thread is a no-op (the `UPDATE … WHERE status = 'open'` row lock
 //! serialises concurrent resolutions; `incidents` is `ON CONFLICT (thread_id) DO NOTHING`), which
 //! also makes a redelivered reaction event harmless. The incident is built from the thread's alert
-//! and its latest committed round ([`IncidentDraft::build`]); its embedding is left to the
-//! embedder.
+//! and its latest committed rounds' outlines ([`IncidentDraft::build`]); its embedding is left to
+//! the embedder.
 
-use crate::model::{Incoming, Kind};
-use chrono::{DateTime, Utc};
-use regex::Regex;
+use crate::message::{Incoming, Kind};
+use firstline_alert::title::first_line;
+use firstline_alert::{AlertTarget, parse_alert};
+use firstline_model::reactions::CHECK_MARK;
+use firstline_model::text::clip;
+use firstline_store::incidents::{self, NewIncident};
+use firstline_store::rounds::{self, RoundOutline};
+use firstline_store::threads;
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
-use std::sync::LazyLock;
-
-/// The reaction that resolves a thread (✅).
-pub const CHECK_MARK: &str = "white_check_mark";
 /// Longest incident summary stored.
 pub const MAX_SUMMARY_CHARS: usize = 4_000;
 /// Longest incident title stored.
@@ -80,34 +81,6 @@ pub struct Resolved {
     pub thread_id: i64,
     /// `incidents.id`, when the row was inserted by this resolution.
     pub incident_id: Option<i64>,
-}
-
-/// The identifying labels of an alert, parsed simply from its text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AlertLabels {
-    /// `alertname` label, else the first word after the `[FIRING…]`-style tag of the title, else
-    /// the title after a `Triggered:`-style prefix.
-    pub alertname: Option<String>,
-    /// `namespace` label.
-    pub namespace: Option<String>,
-    /// `service` label.
-    pub service: Option<String>,
-}
-
-impl AlertLabels {
-    /// Whether a recovery with these labels is about an alert with `firing`'s: same alertname
-    /// (case-insensitive), and same namespace and service where both have one.
-    pub fn same_alert(&self, firing: &AlertLabels) -> bool {
-        let same = |a: &Option<String>, b: &Option<String>| match (a, b) {
-            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-            _ => true,
-        };
-        self.alertname.is_some()
-            && firing.alertname.is_some()
-            && same(&self.alertname, &firing.alertname)
-            && same(&self.namespace, &firing.namespace)
-            && same(&self.service, &firing.service)
-    }
 }
 
 /// The text after the bot's mention token when it starts with the word `resolved`
@@ -172,192 +145,10 @@ fn remove_mentions_of(text: &str, bot_user_id: &str) -> String {
     out
 }
 
-/// Whether an alert's text marks recovery: its title starts with `[RESOLVED…]`, `[OK]` or
-/// `[RECOVERED…]`, or with the word `Resolved` / `Recovered` (after emoji and markup), or a label
-/// line says `status: resolved`.
-pub fn is_recovery(text: &str) -> bool {
-    let title = undecorated(first_line(text));
-    let upper = title.to_ascii_uppercase();
-    if ["[RESOLVED", "[OK]", "[RECOVERED"]
-        .iter()
-        .any(|tag| upper.starts_with(tag))
-    {
-        return true;
-    }
-    let word: String = title.chars().take_while(|c| c.is_alphabetic()).collect();
-    if word.eq_ignore_ascii_case("resolved") || word.eq_ignore_ascii_case("recovered") {
-        return true;
-    }
-    labels_in(text).any(|(key, value)| key == "status" && value.eq_ignore_ascii_case("resolved"))
-}
-
-/// The identifying labels of an alert's text (see [`AlertLabels`]).
-pub fn alert_labels(text: &str) -> AlertLabels {
-    let mut labels = AlertLabels::default();
-    for (key, value) in labels_in(text) {
-        let slot = match key.as_str() {
-            "alertname" => &mut labels.alertname,
-            "namespace" => &mut labels.namespace,
-            "service" => &mut labels.service,
-            _ => continue,
-        };
-        if slot.is_none() {
-            *slot = Some(value);
-        }
-    }
-    if labels.alertname.is_none() {
-        labels.alertname = alertname_from_title(undecorated(first_line(text)));
-    }
-    labels
-}
-
-/// `[FIRING:1] KubePodCrashLooping checkout` → `KubePodCrashLooping`; `Triggered: [P1] High CPU`
-/// → `High CPU`.
-fn alertname_from_title(title: &str) -> Option<String> {
-    let rest = if title.starts_with('[') {
-        title.find(']').map(|end| &title[end + 1..])?
-    } else {
-        let word: String = title.chars().take_while(|c| c.is_alphabetic()).collect();
-        let status = [
-            "triggered",
-            "retriggered",
-            "recovered",
-            "resolved",
-            "firing",
-            "alert",
-            "warning",
-            "critical",
-        ];
-        let after = &title[word.len()..];
-        match after.trim_start().strip_prefix(':') {
-            Some(rest) if status.iter().any(|s| word.eq_ignore_ascii_case(s)) => {
-                // Generic: the whole title after the status and any `[P1]`-style tags.
-                let mut rest = rest.trim_start();
-                while rest.starts_with('[') {
-                    match rest.find(']') {
-                        Some(end) => rest = rest[end + 1..].trim_start(),
-                        None => break,
-                    }
-                }
-                let name = rest.trim();
-                return (!name.is_empty()).then(|| name.to_string());
-            }
-            _ => return None,
-        }
-    };
-    let first = rest
-        .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '~' | '`'))
-        .split_whitespace()
-        .next()?
-        .trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')));
-    (!first.is_empty()).then(|| first.to_string())
-}
-
-static LABEL: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)(?:^|[^A-Za-z0-9_])(alertname|namespace|service|status)[*_`]*\s*[:=]\s*[*_`"']*([A-Za-z0-9][A-Za-z0-9_.:/-]*)"#,
-    )
-    .ok()
-});
-
-/// `key: value` / `key=value` pairs (keys lower-cased) for the labels resolution reads.
-fn labels_in(text: &str) -> impl Iterator<Item = (String, String)> + '_ {
-    LABEL.iter().flat_map(move |re| {
-        re.captures_iter(text).filter_map(|c| {
-            let value = c.get(2)?.as_str().trim_end_matches([':', '.']);
-            Some((c.get(1)?.as_str().to_ascii_lowercase(), value.to_string()))
-        })
-    })
-}
-
-/// The first non-empty line.
-fn first_line(text: &str) -> &str {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
-}
-
-/// `line` without leading markup (`*`, `_`, `~`, `>`), `:emoji:` codes and symbols (✅ 🔥).
-fn undecorated(line: &str) -> &str {
-    let mut s = line;
-    loop {
-        let trimmed = s.trim_start_matches(|c: char| {
-            c.is_whitespace() || matches!(c, '*' | '_' | '~' | '>' | '`') || is_symbol(c)
-        });
-        let without_emoji = trimmed
-            .strip_prefix(':')
-            .and_then(|r| {
-                let end = r.find(':')?;
-                let code = &r[..end];
-                (!code.is_empty()
-                    && code.len() <= 40
-                    && code
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+')))
-                .then(|| &r[end + 1..])
-            })
-            .unwrap_or(trimmed);
-        if without_emoji.len() == s.len() {
-            return s;
-        }
-        s = without_emoji;
-    }
-}
-
-fn is_symbol(c: char) -> bool {
-    !c.is_ascii() && !c.is_alphanumeric()
-}
-
-/// The text resolution reads from a message: its `text`, then its attachments' pretext, title,
-/// text and fields (`title: value`), as integrations like Alertmanager put the alert there.
-pub fn alert_text(text: &str, raw: &Value) -> String {
-    let event = raw.get("event").unwrap_or(raw);
-    let mut out = text.to_string();
-    let mut push = |part: &str| {
-        if !part.trim().is_empty() && !out.contains(part) {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(part);
-        }
-    };
-    for attachment in event
-        .get("attachments")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let field = |key: &str| attachment.get(key).and_then(Value::as_str).unwrap_or("");
-        for key in ["pretext", "title", "text"] {
-            push(field(key));
-        }
-        for f in attachment
-            .get("fields")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let title = f.get("title").and_then(Value::as_str).unwrap_or("");
-            let value = f.get("value").and_then(Value::as_str).unwrap_or("");
-            if !value.is_empty() {
-                push(&format!("{title}: {value}"));
-            }
-        }
-        if ["pretext", "title", "text"]
-            .iter()
-            .all(|k| field(k).is_empty())
-        {
-            push(field("fallback"));
-        }
-    }
-    out
-}
-
 /// Whether `message` is a recovery alert (an alert whose text marks recovery). Such a message is
 /// recorded and published but never wakes a round.
 pub fn is_recovery_alert(message: &Incoming) -> bool {
-    message.kind == Kind::Alert && is_recovery(&alert_text(&message.text, &message.raw))
+    message.kind == Kind::Alert && parse_alert(&message.text).is_recovery()
 }
 
 /// Whether `message` can resolve a thread at all (a resolved-mention in a thread, or a recovery
@@ -403,23 +194,22 @@ pub async fn on_message(
             resolve_thread(conn, thread_id, &by, message.event_id.as_deref()).await
         }
         Kind::Alert => {
-            let text = alert_text(&message.text, &message.raw);
-            if !is_recovery(&text) {
+            let recovery = parse_alert(&message.text);
+            if !recovery.is_recovery() {
                 return Ok(None);
             }
-            let labels = alert_labels(&text);
             let target = if is_reply {
-                reply_target(conn, thread_id, &labels).await?
+                reply_target(conn, thread_id, &recovery).await?
             } else {
-                matching_open_thread(conn, message, &labels, thread_id).await?
+                matching_open_thread(conn, message, &recovery, thread_id).await?
             };
             let Some(target) = target else {
-                tracing::debug!(alertname = ?labels.alertname, "recovery alert matches no open thread");
+                tracing::debug!(alertname = ?recovery.alertname, "recovery alert matches no open thread");
                 return Ok(None);
             };
             let by = Resolver::Recovery {
                 ts: message.ts.clone(),
-                first_line: first_line(&text).to_string(),
+                first_line: first_line(&message.text).to_string(),
             };
             resolve_thread(conn, target, &by, message.event_id.as_deref()).await
         }
@@ -432,10 +222,10 @@ pub async fn on_message(
 async fn reply_target(
     conn: &mut PgConnection,
     thread_id: i64,
-    labels: &AlertLabels,
+    recovery: &AlertTarget,
 ) -> Result<Option<i64>, sqlx::Error> {
-    let alert: Option<(String, Value)> = sqlx::query_as(
-        "SELECT m.text, m.raw FROM threads t
+    let alert: Option<String> = sqlx::query_scalar(
+        "SELECT m.text FROM threads t
          JOIN messages m ON m.thread_id = t.id AND m.channel_id = t.channel_id
                         AND m.ts = t.thread_ts AND m.kind = 'alert'
          WHERE t.id = $1",
@@ -444,12 +234,12 @@ async fn reply_target(
     .fetch_optional(&mut *conn)
     .await?;
     let compatible = match alert {
-        Some((text, raw)) => {
-            let firing = alert_labels(&alert_text(&text, &raw));
+        Some(text) => {
+            let firing = parse_alert(&text);
             // In the thread itself, formats may differ (`[FIRING:1] X svc` vs `Resolved: X svc`):
             // the first words agreeing is enough.
             let first_word = |s: &String| s.split_whitespace().next().unwrap_or("").to_string();
-            match (&labels.alertname, &firing.alertname) {
+            match (&recovery.alertname, &firing.alertname) {
                 (Some(a), Some(b)) => first_word(a).eq_ignore_ascii_case(&first_word(b)),
                 _ => true,
             }
@@ -464,23 +254,22 @@ async fn reply_target(
 async fn matching_open_thread(
     conn: &mut PgConnection,
     recovery: &Incoming,
-    labels: &AlertLabels,
+    recovered: &AlertTarget,
     own_thread: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
-    if labels.alertname.is_none() {
+    if recovered.alertname.is_none() {
         return Ok(None);
     }
     type Candidate = (
         i64,
         String,
-        Value,
         Option<String>,
         Option<String>,
         Option<String>,
         Option<String>,
     );
     let candidates: Vec<Candidate> = sqlx::query_as(
-        "SELECT t.id, m.text, m.raw, m.user_id, m.bot_id, m.app_id, m.username
+        "SELECT t.id, m.text, m.user_id, m.bot_id, m.app_id, m.username
          FROM threads t
          JOIN messages m ON m.thread_id = t.id AND m.channel_id = t.channel_id
                         AND m.ts = t.thread_ts AND m.kind = 'alert'
@@ -496,7 +285,7 @@ async fn matching_open_thread(
     .await?;
     Ok(candidates
         .into_iter()
-        .find(|(_, text, raw, user_id, bot_id, app_id, username)| {
+        .find(|(_, text, user_id, bot_id, app_id, username)| {
             let same_sender = |a: &Option<String>, b: &Option<String>, ci: bool| match (a, b) {
                 (Some(a), Some(b)) => {
                     if ci {
@@ -511,8 +300,8 @@ async fn matching_open_thread(
                 || same_sender(&recovery.app_id, app_id, false)
                 || same_sender(&recovery.username, username, true)
                 || (recovery.bot_id.is_none() && same_sender(&recovery.user_id, user_id, false));
-            let firing = alert_text(text, raw);
-            same_integration && !is_recovery(&firing) && labels.same_alert(&alert_labels(&firing))
+            let firing = parse_alert(text);
+            same_integration && !firing.is_recovery() && recovered.same_alert(&firing)
         })
         .map(|c| c.0))
 }
@@ -626,83 +415,55 @@ pub async fn resolve_thread(
     by: &Resolver,
     event_id: Option<&str>,
 ) -> Result<Option<Resolved>, sqlx::Error> {
-    let updated: Option<(String, String, String, DateTime<Utc>)> = sqlx::query_as(
-        "UPDATE threads SET status = 'resolved', resolved_at = now(), last_activity_at = now()
-         WHERE id = $1 AND status = 'open'
-         RETURNING team_id, channel_id, thread_ts, resolved_at",
-    )
-    .bind(thread_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((team_id, channel_id, thread_ts, resolved_at)) = updated else {
+    let Some(resolved) = threads::resolve(conn, thread_id).await? else {
         return Ok(None);
     };
     // The thread's alert: its parent when that is an alert, else its first alert, else its
     // first message.
-    let alert: Option<(String, Value)> = sqlx::query_as(
-        "SELECT text, raw FROM messages
+    let alert: Option<String> = sqlx::query_scalar(
+        "SELECT text FROM messages
          WHERE thread_id = $1 AND kind IN ('alert', 'mention', 'chatter')
          ORDER BY (kind = 'alert' AND ts = $2) DESC, (kind = 'alert') DESC, ts
          LIMIT 1",
     )
     .bind(thread_id)
-    .bind(&thread_ts)
+    .bind(&resolved.key.thread_ts)
     .fetch_optional(&mut *conn)
     .await?;
-    let latest: Option<Value> = sqlx::query_scalar(
-        "SELECT result FROM rounds WHERE thread_id = $1 ORDER BY number DESC LIMIT 1",
+    let (latest, grounded) = rounds::latest_outlines(conn, thread_id).await?;
+    let draft = IncidentDraft::build(alert.as_deref(), latest.as_ref(), grounded.as_ref(), by);
+    let incident_id = incidents::insert(
+        conn,
+        &NewIncident {
+            thread_id,
+            team_id: resolved.key.team_id.clone(),
+            permalink: None,
+            alertname: draft.alert.alertname,
+            service: draft.alert.service,
+            namespace: draft.alert.namespace,
+            title: draft.title,
+            summary: draft.summary,
+            root_cause: draft.root_cause,
+            resolution: draft.resolution,
+            resolved_at: resolved.resolved_at,
+        },
     )
-    .bind(thread_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let grounded: Option<Value> = sqlx::query_scalar(
-        "SELECT result FROM rounds WHERE thread_id = $1 AND grounded
-         ORDER BY number DESC LIMIT 1",
-    )
-    .bind(thread_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let alert_text = alert.map(|(text, raw)| alert_text(&text, &raw));
-    let draft = IncidentDraft::build(
-        alert_text.as_deref(),
-        latest.as_ref(),
-        grounded.as_ref(),
-        by,
-    );
-    let incident_id: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO incidents (thread_id, team_id, alertname, service, namespace, title,
-                                summary, root_cause, resolution, resolved_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (thread_id) DO NOTHING
-         RETURNING id",
-    )
-    .bind(thread_id)
-    .bind(&team_id)
-    .bind(&draft.labels.alertname)
-    .bind(&draft.labels.service)
-    .bind(&draft.labels.namespace)
-    .bind(&draft.title)
-    .bind(&draft.summary)
-    .bind(&draft.root_cause)
-    .bind(&draft.resolution)
-    .bind(resolved_at)
-    .fetch_optional(&mut *conn)
     .await?;
     sqlx::query(
         "INSERT INTO audit (thread_id, actor, action, target, outcome, detail)
          VALUES ($1, 'bot', 'resolve', $2, 'ok', $3)",
     )
     .bind(thread_id)
-    .bind(&channel_id)
+    .bind(&resolved.key.channel_id)
     .bind(json!({
         "via": by.via(),
         "event_id": event_id,
-        "thread_ts": thread_ts,
+        "thread_ts": resolved.key.thread_ts,
         "incident_id": incident_id,
     }))
     .execute(&mut *conn)
     .await?;
-    metrics::counter!(crate::telemetry::RESOLUTIONS, "via" => by.via()).increment(1);
+    metrics::counter!(crate::metrics::RESOLUTIONS, "via" => by.via()).increment(1);
     tracing::info!(thread_id, via = by.via(), ?incident_id, "thread resolved");
     Ok(Some(Resolved {
         thread_id,
@@ -711,10 +472,10 @@ pub async fn resolve_thread(
 }
 
 /// The `incidents` row a resolution writes (without ids and times).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IncidentDraft {
-    /// alertname / namespace / service of the thread's alert.
-    pub labels: AlertLabels,
+    /// The thread's alert as parsed (alertname, namespace, service identify it for recall).
+    pub alert: AlertTarget,
     /// The alert's first line, else the latest report's headline.
     pub title: String,
     /// The latest round's text, else the alert's text (≤ [`MAX_SUMMARY_CHARS`]).
@@ -726,27 +487,22 @@ pub struct IncidentDraft {
 }
 
 impl IncidentDraft {
-    /// Builds the incident from the thread's alert text, its latest round's `result`, its latest
-    /// grounded round's `result`, and what resolved it.
+    /// Builds the incident from the thread's alert text, its latest round, its latest grounded
+    /// round, and what resolved it.
     pub fn build(
         alert: Option<&str>,
-        latest_round: Option<&Value>,
-        grounded_round: Option<&Value>,
+        latest_round: Option<&RoundOutline>,
+        grounded_round: Option<&RoundOutline>,
         by: &Resolver,
     ) -> Self {
-        let headline = nonempty(
-            latest_round.and_then(|r| r.pointer("/report/headline").and_then(Value::as_str)),
-        );
+        let headline = nonempty(latest_round.map(|r| r.headline.as_str()));
         let title = nonempty(alert.map(first_line))
             .or(headline)
             .unwrap_or("(untitled thread)");
-        let summary = nonempty(latest_round.and_then(|r| r.get("text").and_then(Value::as_str)))
+        let summary = nonempty(latest_round.map(|r| r.text.as_str()))
             .or_else(|| nonempty(alert))
             .unwrap_or_default();
-        let cause = nonempty(grounded_round.and_then(|r| {
-            r.pointer("/report/causes/0/statement")
-                .and_then(Value::as_str)
-        }));
+        let cause = nonempty(grounded_round.and_then(|r| r.cause.as_deref()));
         let (root_cause, resolution) = match by {
             Resolver::Mention { user, text } => {
                 let text = nonempty(Some(text));
@@ -769,9 +525,9 @@ impl IncidentDraft {
             ),
         };
         Self {
-            labels: alert.map(alert_labels).unwrap_or_default(),
-            title: cut(title, MAX_TITLE_CHARS),
-            summary: cut(summary, MAX_SUMMARY_CHARS),
+            alert: alert.map(parse_alert).unwrap_or_default(),
+            title: clip(title, MAX_TITLE_CHARS, "…"),
+            summary: clip(summary, MAX_SUMMARY_CHARS, "…"),
             root_cause,
             resolution,
         }
@@ -781,16 +537,6 @@ impl IncidentDraft {
 /// `s` trimmed, unless it is empty.
 fn nonempty(s: Option<&str>) -> Option<&str> {
     s.map(str::trim).filter(|s| !s.is_empty())
-}
-
-/// `s` cut to `max` characters, with `…` when cut.
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

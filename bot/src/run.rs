@@ -8,9 +8,10 @@ use crate::pipeline::Pipeline;
 use crate::relay::kafka::KafkaSink;
 use crate::relay::temporal::{TemporalSink, TemporalTarget};
 use crate::relay::{self, RelayConfig};
-use crate::slack::{SlackApi, SlackApiError};
-use crate::{http, reactions, socket, telemetry};
-use firstline_config::{Settings, SlackMode};
+use crate::{http, reactions, socket};
+use firstline_config::{Settings, SlackMode, env_var};
+use firstline_slack::{SlackApi, SlackApiError};
+use metrics_exporter_prometheus::PrometheusHandle;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,12 +28,10 @@ pub enum BotError {
     #[error(transparent)]
     Store(#[from] firstline_store::StoreError),
     /// A setting the chosen mode needs is missing.
-    #[error("{setting} ({env}) must be set: {why}")]
+    #[error("{setting} ({}) must be set: {why}", env_var(setting))]
     Missing {
         /// Dotted name.
         setting: &'static str,
-        /// Environment variable.
-        env: &'static str,
         /// Why it is needed.
         why: &'static str,
     },
@@ -101,14 +100,15 @@ impl Running {
     }
 }
 
-/// Starts the bot's `parts` with `settings`; everything stops when `cancel` fires.
+/// Starts the bot's `parts` with `settings`; everything stops when `cancel` fires. `metrics` is
+/// the process's Prometheus recorder, served on `/metrics` (404 without one).
 pub async fn start(
     settings: &Settings,
     parts: Parts,
+    metrics: Option<PrometheusHandle>,
     cancel: CancellationToken,
 ) -> Result<Running, BotError> {
-    crate::slack::install_crypto_provider();
-    let metrics = telemetry::install();
+    firstline_slack::install_crypto_provider();
     let pool = firstline_store::connect(&settings.database).await?;
     let mut tasks = JoinSet::new();
     let mut http_addr = None;
@@ -156,7 +156,6 @@ pub async fn start(
                 if !slack.signing_secret.is_set() {
                     return Err(BotError::Missing {
                         setting: "slack.signing_secret",
-                        env: "FIRSTLINE_SLACK__SIGNING_SECRET",
                         why: "the Events API (slack.mode = http) verifies every request with it",
                     });
                 }

@@ -5,11 +5,11 @@
 //! `event_id` covers redelivered envelopes. The ack goes out when the callback returns, so the
 //! callback does only the bounded recording transaction (`bot.ingest_timeout_ms`); reactions and
 //! relays happen elsewhere. If recording fails, no ack is sent and Slack redelivers
-//! (DESIGN invariant 2: ack after commit, never after anything else).
+//! (ARCHITECTURE.md, invariant 2: ack after commit, never after anything else).
 
 use crate::pipeline::Pipeline;
-use crate::slack::connector;
 use firstline_config::SecretString;
+use firstline_slack::connector;
 use slack_morphism::prelude::*;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

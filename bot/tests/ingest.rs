@@ -14,9 +14,9 @@ async fn url_verification_is_answered_with_the_challenge() {
     let db = firstline_testkit::test_db().await;
     let bot = TestBot::start(&settings(&db.url), INGEST_ONLY).await;
     let body = json!({"token": "x", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"}).to_string();
-    let ts = firstline_bot::slack::signing::now();
+    let ts = firstline_slack::signing::now();
     let mut request = http_client().post(&bot.events_url).body(body.clone());
-    for (k, v) in firstline_bot::slack::signing::headers(SECRET, ts, body.as_bytes()) {
+    for (k, v) in firstline_slack::signing::headers(SECRET, ts, body.as_bytes()) {
         request = request.header(k, v);
     }
     let response = request.send().await;
@@ -129,9 +129,9 @@ async fn bad_or_missing_signatures_and_stale_timestamps_are_rejected_and_store_n
     )
     .to_string();
     // Wrong secret.
-    let ts = firstline_bot::slack::signing::now();
+    let ts = firstline_slack::signing::now();
     let mut request = http_client().post(&bot.events_url).body(body.clone());
-    for (k, v) in firstline_bot::slack::signing::headers("not-the-secret", ts, body.as_bytes()) {
+    for (k, v) in firstline_slack::signing::headers("not-the-secret", ts, body.as_bytes()) {
         request = request.header(k, v);
     }
     assert_eq!(request.send().await.status(), 401);
@@ -139,7 +139,7 @@ async fn bad_or_missing_signatures_and_stale_timestamps_are_rejected_and_store_n
     let mut request = http_client()
         .post(&bot.events_url)
         .body(body.replace("hi", "ho"));
-    for (k, v) in firstline_bot::slack::signing::headers(SECRET, ts, body.as_bytes()) {
+    for (k, v) in firstline_slack::signing::headers(SECRET, ts, body.as_bytes()) {
         request = request.header(k, v);
     }
     assert_eq!(request.send().await.status(), 401);

@@ -9,7 +9,7 @@ use common::*;
 use firstline_bot::classify::Classifier;
 use firstline_bot::ingest::writer::{WriteError, Writer, WriterConfig};
 use firstline_bot::ingest::{Recorded, record, record_batch};
-use firstline_bot::model::Incoming;
+use firstline_bot::message::Incoming;
 use firstline_config::Settings;
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -101,16 +101,20 @@ async fn a_resolved_mention_resolves_with_the_humans_cause_and_the_rounds_summar
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    // A committed grounded round, as the worker writes it.
+    // A committed grounded round, as the worker writes it: its result and its outline.
     let result = json!({"grounded": true, "text": "checkout-7f9c restarts: OOMKilled at 512Mi (E1, E2)",
         "report": {"headline": "checkout is crash-looping", "causes": [
             {"statement": "memory limit too low for the new cache", "detail": "E1"}]}});
     sqlx::query(
-        "INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result)
-         VALUES ($1, 1, 'wf', 'run', now(), true, $2)",
+        "INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result,
+                             headline, cause, text)
+         VALUES ($1, 1, 'wf', 'run', now(), true, $2, $3, $4, $5)",
     )
     .bind(thread_id)
     .bind(&result)
+    .bind("checkout is crash-looping")
+    .bind("memory limit too low for the new cache")
+    .bind("checkout-7f9c restarts: OOMKilled at 512Mi (E1, E2)")
     .execute(&db.pool)
     .await
     .unwrap();

@@ -1,7 +1,7 @@
-//! A database URL whose password never reaches a log line.
+//! Settings that carry credentials, wrapped so they never reach a log line.
 //!
-//! Settings are logged at start-up and printed by `firstline doctor`; the URL is the one setting
-//! that carries a password, so it is wrapped instead of being a plain `String`.
+//! Settings are logged at start-up and printed by `firstline doctor`; the database URL (with its
+//! password) and the Slack tokens are therefore wrapped instead of being plain `String`s.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -66,5 +66,39 @@ impl fmt::Debug for DatabaseUrl {
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.redacted())
+    }
+}
+
+/// A secret (token, signing secret): never printed by `Debug`/`Display`, empty when unset.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SecretString(String);
+
+impl SecretString {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into())
+    }
+
+    /// The secret itself, for signing or authenticating. Never log this.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether a value was configured.
+    pub fn is_set(&self) -> bool {
+        !self.0.trim().is_empty()
+    }
+}
+
+impl fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.is_set() { "\"***\"" } else { "\"\"" })
+    }
+}
+
+impl fmt::Display for SecretString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
     }
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use figment::Jail;
+use std::path::Path;
 
 #[test]
 fn defaults_need_no_configuration() {
@@ -133,6 +134,32 @@ fn the_database_password_never_reaches_debug_output() {
 }
 
 #[test]
+fn slack_secrets_never_appear_in_debug_output() {
+    let mut settings = Settings::default();
+    settings.slack.bot_token = SecretString::new("xoxb-1234-very-secret");
+    settings.slack.signing_secret = SecretString::new("8f742231b10e8888abcd99yyyzzz85a5");
+    settings.slack.app_token = SecretString::new("xapp-1-secret");
+    let printed = format!("{settings:?} {}", settings.slack.bot_token);
+    for secret in ["very-secret", "8f742231", "xapp-1-secret"] {
+        assert!(!printed.contains(secret), "{secret} leaked: {printed}");
+    }
+    assert!(printed.contains("bot_token: \"***\""), "{printed}");
+    assert!(!SecretString::default().is_set());
+}
+
+#[test]
+fn socket_mode_without_an_app_token_is_rejected_by_name() {
+    let mut settings = Settings::default();
+    settings.slack.mode = SlackMode::Socket;
+    let error = settings.validate().unwrap_err().to_string();
+    assert!(error.contains("FIRSTLINE_SLACK__APP_TOKEN"), "{error}");
+    settings.slack.mode = SlackMode::Http;
+    settings.bot.alert_rules[0].text_patterns = vec!["(unclosed".into()];
+    let error = settings.validate().unwrap_err().to_string();
+    assert!(error.contains("FIRSTLINE_BOT__ALERT_RULES"), "{error}");
+}
+
+#[test]
 fn every_setting_has_an_environment_variable() {
     let keys = Settings::keys();
     assert!(keys.len() >= 15, "{keys:?}");
@@ -144,6 +171,25 @@ fn every_setting_has_an_environment_variable() {
         "dev.postgres_os_user".to_string(),
         "FIRSTLINE_DEV__POSTGRES_OS_USER".to_string()
     )));
+}
+
+#[test]
+fn the_variable_named_for_a_setting_is_the_one_that_sets_it() {
+    for (key, env) in Settings::keys() {
+        Jail::expect_with(|jail| {
+            jail.set_env(&env, "from-the-environment");
+            let found = Settings::figment(None)
+                .expect("no file to miss")
+                .find_value(&key)
+                .expect("the key is in the tree");
+            assert_eq!(
+                found.as_str(),
+                Some("from-the-environment"),
+                "{key} ← {env}"
+            );
+            Ok(())
+        });
+    }
 }
 
 #[test]

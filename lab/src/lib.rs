@@ -15,7 +15,12 @@
 //! - [`server`] — the MCP server, [`serve_http`] and [`serve_stdio`].
 //! - [`peers`] — real peers in the loop: a fake Kubernetes API for the real
 //!   kubernetes-mcp-server, and the real Prometheus (backfilled) behind prometheus-mcp-server.
+//! - [`holmes_fixture`] — HolmesGPT's recorded tool calls, for the HolmesGPT case adapter.
+//!
+//! The lab knows nothing of the investigation: the tests that drive the investigation through
+//! it live with the investigation (`investigation/tests/lab_*.rs`).
 
+pub mod holmes_fixture;
 pub mod peers;
 pub mod reltime;
 pub mod render;

@@ -400,7 +400,7 @@ pub struct ThreadReply {
     pub at: Option<RelTime>,
 }
 
-/// What the investigation must produce (issue 4). Also used by peer fixtures' `rubric.yaml`.
+/// What the investigation must produce. Also used by peer fixtures' `rubric.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {

@@ -1,7 +1,7 @@
 //! The HolmesGPT adapter: one of their investigation fixtures as a lab scenario.
 //!
 //! - `investigate_request.json` becomes the alert: the target comes from the holmes alert adapter
-//!   (`firstline_activities::alert::holmes`), the text from the request's title, description
+//!   (`firstline_alert::holmes`), the text from the request's title, description
 //!   and subject, the way an integration would post it.
 //! - Each recorded `*.txt` tool call becomes a lab `raw_tool_results` entry under the tool name
 //!   and arguments our capabilities' lab profile uses (the real servers' names):
@@ -21,11 +21,11 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
-use firstline_activities::alert::holmes::from_investigate_request;
-use firstline_activities::holmes_fixture::RecordedToolCall;
-use firstline_activities::incident::AlertInput;
-use firstline_activities::tools::template::api_version;
+use firstline_alert::holmes::from_investigate_request;
+use firstline_investigation::AlertInput;
+use firstline_investigation::tools::template::api_version;
 use firstline_lab::Scenario;
+use firstline_lab::holmes_fixture::RecordedToolCall;
 use firstline_lab::scenario::{Expect, RawToolResult};
 use serde_json::{Value, json};
 

@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 use firstline_lab::Scenario;
+use firstline_model::ThreadKey;
 use firstline_store::PgPool;
+use firstline_store::incidents::{self, NewIncident};
+use firstline_store::threads;
 
 /// How long one insert may take.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -22,34 +25,27 @@ pub async fn insert_past_incidents(
             .map(|at| scenario.time(at))
             .unwrap_or(scenario.alert_at - chrono::Duration::days(7));
         let insert = async {
-            let thread: i64 = sqlx::query_scalar(
-                "INSERT INTO threads (team_id, channel_id, thread_ts, status, opened_at, resolved_at)
-                 VALUES ($1, 'CEVAL', $2, 'resolved', $3, $3) RETURNING id",
-            )
-            .bind(team_id)
-            .bind(format!("{}.{:06}", resolved_at.timestamp(), i))
-            .bind(resolved_at)
-            .fetch_one(pool)
-            .await?;
-            sqlx::query(
-                "INSERT INTO incidents (thread_id, team_id, permalink, alertname, service,
-                                        namespace, title, summary, root_cause, resolution,
-                                        resolved_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            )
-            .bind(thread)
-            .bind(team_id)
-            .bind(&past.thread_link)
-            .bind(&past.alertname)
-            .bind(&past.service)
-            .bind(&past.namespace)
-            .bind(&past.title)
-            .bind(&past.summary)
-            .bind(past.root_cause.as_deref().unwrap_or_default())
-            .bind(past.resolution.as_deref().unwrap_or_default())
-            .bind(resolved_at)
-            .execute(pool)
-            .await?;
+            let mut conn = pool.acquire().await?;
+            let key = ThreadKey {
+                team_id: team_id.to_string(),
+                channel_id: "CEVAL".to_string(),
+                thread_ts: format!("{}.{:06}", resolved_at.timestamp(), i),
+            };
+            let thread_id = threads::insert_resolved(&mut conn, &key, resolved_at).await?;
+            let incident = NewIncident {
+                thread_id,
+                team_id: team_id.to_string(),
+                permalink: past.thread_link.clone(),
+                alertname: past.alertname.clone(),
+                service: past.service.clone(),
+                namespace: past.namespace.clone(),
+                title: past.title.clone(),
+                summary: past.summary.clone(),
+                root_cause: past.root_cause.clone().unwrap_or_default(),
+                resolution: past.resolution.clone().unwrap_or_default(),
+                resolved_at,
+            };
+            incidents::insert(&mut conn, &incident).await?;
             Ok::<_, sqlx::Error>(())
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, insert).await {

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use firstline_activities::incident::{
-    AlertInput, GraphOptions, HumanAnswer, IncidentState, ThreadContext, build_incident_graph,
-    render_markdown, run_round,
-};
-use firstline_activities::tools::{CallScope, McpTools};
 use firstline_config::{McpServerSettings, McpSettings};
+use firstline_investigation::tools::{CallScope, McpTools};
+use firstline_investigation::{
+    AlertInput, GraphOptions, IncidentState, build_incident_graph, render_markdown, run_round,
+};
 use firstline_lab::{ExpectCheck, ExpectedVerdict, Scenario};
+use firstline_model::{HumanAnswer, ThreadContext};
 use firstline_store::PgPool;
 
 use super::cases::{Case, CaseKind};

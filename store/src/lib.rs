@@ -1,9 +1,17 @@
-//! Firstline's PostgreSQL store: the source of truth (DESIGN invariant 1).
+//! Firstline's PostgreSQL store: the source of truth (ARCHITECTURE.md, invariant 1).
 //!
 //! This crate owns connecting to Postgres and the schema. The SQL lives in `/migrations` at the
 //! workspace root and is embedded into the binary at compile time, so `firstline migrate` can
-//! bring any reachable database (production included) to the current schema. Repositories for
-//! threads, messages, outbox, rounds and the rest arrive with the components that use them.
+//! bring any reachable database (production included) to the current schema.
+//!
+//! Typed repositories cover the tables more than one crate touches: [`threads`], [`rounds`],
+//! [`incidents`]. A table one crate owns (messages and the outbox: the bot's ingest; evidence,
+//! claims, checkpoints: the worker's activities; `tool_cache` and `audit`: the tool layer) keeps
+//! its SQL with that crate, next to the transaction it belongs to.
+
+pub mod incidents;
+pub mod rounds;
+pub mod threads;
 
 use firstline_config::{DatabaseSettings, DatabaseUrl};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

@@ -11,6 +11,7 @@
 //!   share servers without sharing state and can run in parallel, in any order.
 //! - **Reading a topic back** from earliest in a fresh group ([`kafka`]).
 //! - **Private servers** for tests that stop a dependency ([`private`]).
+//! - **Other packages' binaries** ([`workspace_binary`]), e.g. the lab server run over stdio.
 
 pub mod kafka;
 mod own_stack;
@@ -68,6 +69,23 @@ pub fn workspace_root() -> std::path::PathBuf {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default()
+}
+
+/// A binary of another workspace package (cargo only tells a test where its own package's
+/// binaries are), next to the running test in the target directory. `cargo build --workspace`
+/// builds it; `scripts/test` does before any test runs.
+pub fn workspace_binary(name: &str) -> std::path::PathBuf {
+    let profile_dir = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+        .unwrap_or_default();
+    let path = profile_dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build --workspace` (scripts/test does) before this test",
+        path.display()
+    );
+    path
 }
 
 /// A fresh, migrated database of one's own.

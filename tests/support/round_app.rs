@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use firstline_bot::standin::{StandIn, StandInConfig};
 use firstline_config::{SecretString, Settings};
 use firstline_lab::scenario::Scenario;
 use firstline_lab::server::LabHandle;
+use firstline_slack::standin::{StandIn, StandInConfig};
 use firstline_testkit::TestDb;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -108,9 +108,14 @@ impl RoundApp {
         settings.bot.relay_backoff_max_secs = 2;
         settings.worker.listen = "127.0.0.1:0".into();
 
-        let bot = firstline_bot::start(&settings, firstline_bot::Parts::ALL, cancel.child_token())
-            .await
-            .expect("starting the bot");
+        let bot = firstline_bot::start(
+            &settings,
+            firstline_bot::Parts::ALL,
+            None,
+            cancel.child_token(),
+        )
+        .await
+        .expect("starting the bot");
         let events = bot.http_addr.map(|a| format!("http://{a}/slack/events"));
         slack.set_events_url(events);
 
@@ -252,6 +257,32 @@ impl RoundApp {
         ts
     }
 
+    /// An integration posts `payload` through the channel's incoming webhook, as Alertmanager's
+    /// Slack receiver does (attachments and all); returns the alert's ts once the bot recorded
+    /// it.
+    pub async fn post_webhook_alert(&self, payload: &serde_json::Value) -> String {
+        let url = format!("{}/webhook/{}", self.slack.url(), self.channel);
+        let (status, body) = http_request("POST", &url, Some(&payload.to_string())).await;
+        assert_eq!(status, 200, "webhook: {body}");
+        let pool = &self.db.pool;
+        firstline_testkit::wait_for(
+            "the alert to be recorded",
+            Duration::from_secs(20),
+            || async {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT ts FROM messages WHERE channel_id = $1 AND kind = 'alert'
+                  ORDER BY id DESC LIMIT 1",
+                )
+                .bind(&self.channel)
+                .fetch_optional(pool)
+                .await
+                .ok()
+                .flatten()
+            },
+        )
+        .await
+    }
+
     /// A person writes `text` in the thread; returns its ts once recorded.
     pub async fn say(&self, thread_ts: &str, text: &str) -> String {
         let ts = self
@@ -294,7 +325,7 @@ impl RoundApp {
     }
 
     /// The messages Firstline posted in the thread, oldest first.
-    pub fn bot_replies(&self, thread_ts: &str) -> Vec<firstline_bot::standin::state::Message> {
+    pub fn bot_replies(&self, thread_ts: &str) -> Vec<firstline_slack::standin::state::Message> {
         self.slack
             .workspace()
             .thread(&self.channel, thread_ts)
@@ -336,7 +367,7 @@ impl RoundApp {
     pub fn workflow_id(&self, thread_ts: &str) -> String {
         format!(
             "incident-{}-{}-{thread_ts}",
-            firstline_bot::standin::state::TEAM_ID,
+            firstline_slack::standin::state::TEAM_ID,
             self.channel
         )
     }
@@ -355,8 +386,8 @@ impl RoundApp {
 }
 
 /// Whether Firstline (the bot user) wrote `message`.
-fn from_firstline(message: &firstline_bot::standin::state::Message) -> bool {
-    matches!(&message.author, firstline_bot::standin::state::Author::Bot { user: Some(user), .. } if user == BOT_USER)
+fn from_firstline(message: &firstline_slack::standin::state::Message) -> bool {
+    matches!(&message.author, firstline_slack::standin::state::Author::Bot { user: Some(user), .. } if user == BOT_USER)
 }
 
 /// A channel id of Slack's shape no other test uses.
@@ -394,15 +425,16 @@ impl RoundApp {
     /// The result of the thread's latest workflow run, waiting up to `timeout` for it to close.
     pub async fn run_outcome(&self, thread_ts: &str, timeout: Duration) -> serde_json::Value {
         let client = self.temporal().await;
-        let handle = client.get_workflow_handle::<firstline_bot::relay::temporal::IncidentRound>(
-            self.workflow_id(thread_ts),
-        );
+        let handle = client
+            .get_workflow_handle::<firstline_workflows::IncidentRound>(self.workflow_id(thread_ts));
         // The run may not exist yet: the wake-up is relayed from the outbox.
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match tokio::time::timeout(left, handle.get_result(Default::default())).await {
-                Ok(Ok(outcome)) => return outcome,
+                Ok(Ok(outcome)) => {
+                    return serde_json::to_value(outcome).expect("a run outcome is JSON");
+                }
                 Ok(Err(e)) if tokio::time::Instant::now() < deadline => {
                     let _ = e;
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -479,14 +511,29 @@ impl RoundApp {
 
 /// `GET url` over plain HTTP/1.0: (status, body).
 pub async fn http_get(url: &str) -> (u16, String) {
+    http_request("GET", url, None).await
+}
+
+/// `method url` with an optional JSON body over plain HTTP/1.0: (status, body).
+pub async fn http_request(method: &str, url: &str, json: Option<&str>) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").expect("an http:// URL");
     let (host, path) = rest
         .split_once('/')
         .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
     let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let body = json.unwrap_or_default();
+    let headers = match json {
+        Some(_) => format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ),
+        None => String::new(),
+    };
     stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .write_all(
+            format!("{method} {path} HTTP/1.0\r\nHost: {host}\r\n{headers}\r\n{body}").as_bytes(),
+        )
         .await
         .expect("request");
     let mut response = String::new();

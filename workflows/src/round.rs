@@ -1,4 +1,4 @@
-//! `incident_round(Trigger { thread })`, one run per live thread (invariant 4):
+//! `incident_round(Trigger { thread })`, one run per live thread (ARCHITECTURE.md, invariant 4):
 //!
 //! ```text
 //! loop {
@@ -9,25 +9,27 @@
 //! ```
 //!
 //! Mentions arrive as the `mention` signal and are counted *before* `run_graph` starts, so one
-//! that lands while a round runs starts the next round right after it (invariant 5). The code is
+//! that lands while a round runs starts the next round right after it (invariant 5). The run also
+//! counts its own rounds and stops at `max_rounds` whatever `load_context` reports. The code is
 //! deterministic: Temporal timers and the SDK's `select!`, no clock, randomness or I/O — every
 //! fact comes from an activity's recorded result, including the limits (`load_context` carries
 //! the worker's configured [`RoundPolicy`]). A round whose activities run out of retries posts a
-//! short failure note in the thread (`post_failure`, invariant 10) before the run fails.
+//! short failure note in the thread (`post_failure`) before the run fails.
 
 use std::time::Duration;
 
-use firstline_activities::round::{
-    ActivityPolicy, CommitInput, FailureInput, LoadContextInput, PostInput, RoundActivities,
-    RoundPolicy, RunGraphInput, RunOutcome,
-};
-use firstline_bot::model::ThreadKey;
-use firstline_bot::schema::{MentionSignal, Trigger};
+use firstline_model::{MentionSignal, ThreadKey, Trigger};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityExecutionError, ActivityOptions, CancellableFuture, SyncWorkflowContext,
     WorkflowContext, WorkflowContextView, WorkflowResult,
+};
+
+use crate::activities::RoundActivities;
+use crate::types::{
+    ActivityPolicy, CommitInput, FailureInput, Guard, LoadContextInput, PostInput, RoundPolicy,
+    RunGraphInput, RunOutcome,
 };
 
 /// Signals kept per run: a bound on workflow state whatever a channel does.
@@ -75,9 +77,19 @@ impl IncidentRound {
             if let Some(guard) = context.guard() {
                 return Ok(RunOutcome::Skipped { guard, rounds_run });
             }
+            // The run bounds itself too, whatever the rows say.
+            if rounds_run >= policy.max_rounds {
+                return Ok(RunOutcome::Skipped {
+                    guard: Guard::MaxRounds {
+                        rounds: rounds_run,
+                        max: policy.max_rounds,
+                    },
+                    rounds_run,
+                });
+            }
             let Some(thread_id) = context.thread_id else {
                 return Ok(RunOutcome::Skipped {
-                    guard: firstline_activities::round::Guard::UnknownThread,
+                    guard: Guard::UnknownThread,
                     rounds_run,
                 });
             };

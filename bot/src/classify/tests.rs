@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::Kind;
+use crate::message::Kind;
 use serde_json::json;
 use slack_morphism::prelude::SlackEventCallbackBody;
 
@@ -213,4 +213,40 @@ fn non_messages_are_skipped_with_a_reason() {
         c.classify(&callback(json!({"type": "message", "ts": "1.2"}))),
         Err(Skip::Incomplete("event.channel"))
     );
+}
+
+#[test]
+fn an_alert_posted_only_in_attachments_is_read_with_its_attachments() {
+    let classifier = Classifier::new(BOT, &rules());
+    // Alertmanager's legacy Slack receiver: empty text, the alert in an attachment.
+    let payload = callback(json!({
+        "type": "message", "subtype": "bot_message", "channel": "C07INCIDENT",
+        "ts": "1733140000.000100", "bot_id": "B07ALERTMGR", "username": "Alertmanager",
+        "text": "",
+        "attachments": [{
+            "fallback": "[FIRING:1] KubePodCrashLooping",
+            "title": "[FIRING:1] KubePodCrashLooping (checkout shop)",
+            "text": "*Alert:* Pod shop/checkout-7d9f8c6b5-x2k4q is crash looping",
+            "fields": [{"title": "namespace", "value": "shop"}],
+        }],
+    }));
+    let m = classifier.classify(&payload).expect("a message");
+    assert_eq!(m.kind, Kind::Alert);
+    assert_eq!(
+        m.text,
+        "[FIRING:1] KubePodCrashLooping (checkout shop)\n\
+         *Alert:* Pod shop/checkout-7d9f8c6b5-x2k4q is crash looping\nnamespace: shop"
+    );
+    let target = firstline_alert::parse_alert(&m.text);
+    assert_eq!(target.alertname.as_deref(), Some("KubePodCrashLooping"));
+    assert_eq!(target.namespace.as_deref(), Some("shop"));
+
+    // A person's message keeps its own text: a shared message's attachment is not theirs.
+    let shared = callback(json!({
+        "type": "message", "channel": "C07INCIDENT", "ts": "1733140001.000100",
+        "user": "U07ONCALL01", "text": "see this",
+        "attachments": [{"text": "<@U07F1RSTBOT> resolved"}],
+    }));
+    let m = classifier.classify(&shared).expect("a message");
+    assert_eq!((m.kind, m.text.as_str()), (Kind::Chatter, "see this"));
 }

@@ -5,17 +5,17 @@
 //! arrives alone is committed alone at once, so batching adds no latency, it only removes the
 //! per-event statements and fsyncs that capped throughput under load.
 //!
-//! Each request still gets its answer only after *its* commit (DESIGN invariant 2). A batch the
-//! database rejects (a deadlock, a value Postgres refuses) is retried one message per
-//! transaction, so one bad message cannot fail its neighbours; a connection-level failure fails
-//! the whole batch at once, and every request in it gets the error (Slack retries each).
+//! Each request still gets its answer only after *its* commit (ARCHITECTURE.md, invariant 2). A
+//! batch the database rejects (a deadlock, a value Postgres refuses) is retried one message per
+//! transaction, so one bad message cannot fail its neighbours; a connection-level failure fails the
+//! whole batch at once, and every request in it gets the error (Slack retries each).
 //!
 //! The dispatcher ends when every [`Writer`] clone is dropped; requests in flight keep their
 //! batch's task alive until it has answered them.
 
 use super::{Recorded, record, record_batch};
-use crate::model::Incoming;
-use crate::telemetry;
+use crate::message::Incoming;
+use crate::metrics as names;
 use sqlx::PgPool;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -118,7 +118,7 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, batcher: Arc<Batcher>, config:
 
 impl Batcher {
     async fn commit(&self, batch: Vec<Job>) {
-        metrics::histogram!(telemetry::INGEST_BATCH_SIZE).record(batch.len() as f64);
+        metrics::histogram!(names::INGEST_BATCH_SIZE).record(batch.len() as f64);
         let messages: Vec<&Incoming> = batch.iter().map(|job| &job.message).collect();
         match record_batch(&self.pool, &messages, &self.bot_user_id).await {
             Ok(recorded) => {
@@ -128,7 +128,7 @@ impl Batcher {
             }
             Err(e @ sqlx::Error::Database(_)) if batch.len() > 1 => {
                 tracing::warn!(error = %e, size = batch.len(), "batch rejected; recording its messages one by one");
-                metrics::counter!(telemetry::INGEST_BATCH_SPLITS).increment(1);
+                metrics::counter!(names::INGEST_BATCH_SPLITS).increment(1);
                 for job in batch {
                     let recorded = record(&self.pool, &job.message, &self.bot_user_id)
                         .await

@@ -7,7 +7,7 @@
 
 use super::Sink;
 use super::outbox::{OutboxKind, OutboxRow};
-use crate::schema::MessageRecord;
+use firstline_model::MessageRecord;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

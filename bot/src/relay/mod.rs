@@ -12,8 +12,9 @@ pub mod outbox;
 pub mod prune;
 pub mod temporal;
 
-use crate::{faults, telemetry};
+use crate::metrics as names;
 use backon::{BackoffBuilder, ExponentialBuilder};
+use firstline_model::faults;
 use outbox::{OutboxKind, OutboxRow};
 use sqlx::PgPool;
 use std::future::Future;
@@ -122,7 +123,7 @@ pub async fn pass<S: Sink>(
     }
     if let Some(oldest) = rows.iter().map(|r| r.created_at).min() {
         let age = (chrono::Utc::now() - oldest).num_milliseconds().max(0) as f64 / 1000.0;
-        metrics::gauge!(telemetry::RELAY_OLDEST_PENDING_SECONDS, "relay" => kind.as_str()).set(age);
+        metrics::gauge!(names::RELAY_OLDEST_PENDING_SECONDS, "relay" => kind.as_str()).set(age);
     }
     faults::pause(faults::RELAY_AFTER_CLAIM).await;
     let results = sink.deliver(&rows).await;
@@ -136,17 +137,17 @@ pub async fn pass<S: Sink>(
     {
         match result {
             Ok(()) => {
-                metrics::counter!(telemetry::RELAY_ATTEMPTS, "relay" => kind.as_str(), "outcome" => "ok")
+                metrics::counter!(names::RELAY_ATTEMPTS, "relay" => kind.as_str(), "outcome" => "ok")
                     .increment(1);
                 let lag = (chrono::Utc::now() - row.created_at)
                     .num_milliseconds()
                     .max(0) as f64;
-                metrics::histogram!(telemetry::RELAY_LAG_SECONDS, "relay" => kind.as_str())
+                metrics::histogram!(names::RELAY_LAG_SECONDS, "relay" => kind.as_str())
                     .record(lag / 1000.0);
                 sent.push(row.id);
             }
             Err(reason) => {
-                metrics::counter!(telemetry::RELAY_ATTEMPTS, "relay" => kind.as_str(), "outcome" => "error")
+                metrics::counter!(names::RELAY_ATTEMPTS, "relay" => kind.as_str(), "outcome" => "error")
                     .increment(1);
                 let delay = config.retry_delay(row.attempts + 1);
                 tracing::debug!(id = row.id, attempts = row.attempts + 1, %reason, "delivery failed; will retry");

@@ -79,7 +79,7 @@ pub async fn mark_failed(
     reason: &str,
     retry_in: Duration,
 ) -> Result<(), sqlx::Error> {
-    let reason: String = reason.chars().take(1000).collect();
+    let reason = firstline_model::text::prefix(reason, 1000);
     sqlx::query(
         "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
                 next_attempt_at = now() + make_interval(secs => $3)

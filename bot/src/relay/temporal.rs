@@ -1,5 +1,6 @@
-//! The `wake` sink: signal-with-start of the thread's `incident_round` workflow (DESIGN
-//! invariant 4): id `incident-<team>-<channel>-<thread_ts>`, task queue `temporal.task_queue`,
+//! The `wake` sink: signal-with-start of the thread's `incident_round` workflow, through the
+//! workflow's own typed definition (ARCHITECTURE.md, invariant 4): id
+//! `incident-<team>-<channel>-<thread_ts>`, task queue `temporal.task_queue`,
 //! input `Trigger { thread }`, signal `mention { user, text, ts }`, id reuse ALLOW_DUPLICATE, so a
 //! mention signals an open run and starts a fresh run after the last one closed.
 //!
@@ -8,46 +9,13 @@
 
 use super::Sink;
 use super::outbox::{OutboxKind, OutboxRow};
-use crate::schema::{MentionSignal, Trigger, WakeRecord};
+use firstline_model::{Trigger, WakeRecord};
+use firstline_workflows::IncidentRound;
 use std::time::Duration;
 use temporalio_client::{
     Client, ClientOptions, ConnectionOptions, WorkflowIdReusePolicy, WorkflowStartOptions,
 };
-use temporalio_common::{HasWorkflowDefinition, SignalDefinition, WorkflowDefinition};
 use tokio::sync::Mutex;
-
-/// Workflow type the relay starts.
-pub const WORKFLOW_TYPE: &str = "incident_round";
-/// Signal it sends.
-pub const SIGNAL_NAME: &str = "mention";
-
-/// `incident_round(Trigger)`, as the client sees it (the worker defines the real workflow).
-#[derive(Debug, Clone, Copy)]
-pub struct IncidentRound;
-
-impl WorkflowDefinition for IncidentRound {
-    type Input = Trigger;
-    type Output = serde_json::Value;
-    fn name(&self) -> &str {
-        WORKFLOW_TYPE
-    }
-}
-
-impl HasWorkflowDefinition for IncidentRound {
-    type Run = Self;
-}
-
-/// The `mention` signal of [`IncidentRound`].
-#[derive(Debug, Clone, Copy)]
-pub struct Mention;
-
-impl SignalDefinition for Mention {
-    type Workflow = IncidentRound;
-    type Input = MentionSignal;
-    fn name(&self) -> &str {
-        SIGNAL_NAME
-    }
-}
 
 /// Where and how to reach Temporal.
 #[derive(Debug, Clone)]
@@ -116,11 +84,11 @@ impl TemporalSink {
                 .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
                 .build();
         let call = client.signal_with_start_workflow(
-            IncidentRound,
+            IncidentRound::run,
             Trigger {
                 thread: wake.thread.clone(),
             },
-            Mention,
+            IncidentRound::mention,
             wake.mention,
             options,
         );

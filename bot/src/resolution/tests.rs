@@ -42,93 +42,36 @@ fn resolved_mentions_give_the_rest_as_the_cause() {
 }
 
 #[test]
-fn recovery_markers_of_common_integrations_are_recognised() {
-    for text in [
-        "[RESOLVED] KubePodCrashLooping checkout",
-        "*[RESOLVED]* KubePodCrashLooping",
-        ":white_check_mark: [RESOLVED] HighLatency",
-        "✅ [OK] High CPU alert",
-        "[Resolved] DiskFull",
-        "Resolved: #1234 High CPU on checkout",
-        "Recovered: [P1] High CPU on web-1",
-        "Alert summary\nstatus: resolved\nalertname: X",
-    ] {
-        assert!(is_recovery(text), "{text}");
-    }
-    for text in [
-        "[FIRING:1] KubePodCrashLooping checkout",
-        "[FIRING:1] ResolvedConnectionsHigh",
-        "ResolvedConnectionsHigh is firing",
-        "Triggered: [P1] High CPU on web-1",
-        "[Alerting] High CPU alert",
-        "",
-    ] {
-        assert!(!is_recovery(text), "{text}");
-    }
-}
-
-#[test]
-fn labels_come_from_label_lines_then_the_title() {
-    let am = "[FIRING:1] KubePodCrashLooping checkout\nLabels:\n - alertname = KubePodCrashLooping\n - namespace = shop\n - service: checkout-api\n";
-    assert_eq!(
-        alert_labels(am),
-        AlertLabels {
-            alertname: Some("KubePodCrashLooping".into()),
-            namespace: Some("shop".into()),
-            service: Some("checkout-api".into()),
-        }
-    );
-    let braces = r#"Alert {alertname="HighLatency", namespace="payments"}"#;
-    let l = alert_labels(braces);
-    assert_eq!(l.alertname.as_deref(), Some("HighLatency"));
-    assert_eq!(l.namespace.as_deref(), Some("payments"));
-    assert_eq!(l.service, None);
-    let title_only = alert_labels("*[RESOLVED]* KubePodCrashLooping checkout (shop)");
-    assert_eq!(title_only.alertname.as_deref(), Some("KubePodCrashLooping"));
-    assert_eq!(
-        alert_labels("Recovered: [P1] High CPU on web-1")
-            .alertname
-            .as_deref(),
-        Some("High CPU on web-1")
-    );
-    assert_eq!(
-        alert_labels("Triggered: [P1] High CPU on web-1")
-            .alertname
-            .as_deref(),
-        Some("High CPU on web-1")
-    );
-    assert_eq!(alert_labels("checkout is slow, anyone?").alertname, None);
-}
-
-#[test]
-fn same_alert_needs_the_alertname_and_agreeing_scope() {
-    let l = |a: &str, ns: Option<&str>| AlertLabels {
-        alertname: Some(a.into()),
-        namespace: ns.map(str::to_string),
-        service: None,
+fn recovery_alerts_are_recognised_through_the_alert_parser() {
+    let message = |text: &str| Incoming {
+        event_id: None,
+        thread: firstline_model::ThreadKey {
+            team_id: "T1".into(),
+            channel_id: "C1".into(),
+            thread_ts: "1.0".into(),
+        },
+        ts: "1.0".into(),
+        thread_ts: None,
+        kind: Kind::Alert,
+        user_id: None,
+        bot_id: Some("B1".into()),
+        app_id: None,
+        username: None,
+        text: text.into(),
+        raw: serde_json::Value::Null,
     };
-    assert!(
-        l("KubePodCrashLooping", Some("shop")).same_alert(&l("kubepodcrashlooping", Some("shop")))
-    );
-    assert!(l("KubePodCrashLooping", None).same_alert(&l("KubePodCrashLooping", Some("shop"))));
-    assert!(
-        !l("KubePodCrashLooping", Some("shop")).same_alert(&l("KubePodCrashLooping", Some("web")))
-    );
-    assert!(!l("HighLatency", None).same_alert(&l("KubePodCrashLooping", None)));
-    assert!(!AlertLabels::default().same_alert(&AlertLabels::default()));
-}
-
-#[test]
-fn attachments_are_read_like_text() {
-    let raw = serde_json::json!({"event": {"attachments": [{
-        "fallback": "[RESOLVED] X", "title": "[RESOLVED] KubePodCrashLooping checkout",
-        "text": "namespace: shop", "fields": [{"title": "service", "value": "checkout"}]}]}});
-    let text = alert_text("", &raw);
-    assert!(is_recovery(&text), "{text}");
-    let l = alert_labels(&text);
-    assert_eq!(l.alertname.as_deref(), Some("KubePodCrashLooping"));
-    assert_eq!(l.namespace.as_deref(), Some("shop"));
-    assert_eq!(l.service.as_deref(), Some("checkout"));
+    assert!(is_recovery_alert(&message(
+        "[RESOLVED] KubePodCrashLooping checkout"
+    )));
+    assert!(is_recovery_alert(&message(
+        "Recovered: [P1] High CPU on web-1"
+    )));
+    assert!(!is_recovery_alert(&message(
+        "[FIRING:1] KubePodCrashLooping checkout"
+    )));
+    let mut chatter = message("[RESOLVED] KubePodCrashLooping checkout");
+    chatter.kind = Kind::Chatter;
+    assert!(!is_recovery_alert(&chatter), "only alerts are recoveries");
 }
 
 #[test]
@@ -162,8 +105,12 @@ fn check_marks_are_picked_out_of_reaction_events() {
 #[test]
 fn incidents_prefer_the_humans_cause_then_the_grounded_round() {
     let alert = "[FIRING:1] KubePodCrashLooping checkout\nnamespace: shop";
-    let round = serde_json::json!({"grounded": true, "text": "checkout restarts: OOMKilled (E1)",
-        "report": {"headline": "checkout is crash-looping", "causes": [{"statement": "memory limit too low", "detail": "…"}]}});
+    let round = RoundOutline {
+        headline: "checkout is crash-looping".into(),
+        cause: Some("memory limit too low".into()),
+        text: "checkout restarts: OOMKilled (E1)".into(),
+        grounded: true,
+    };
     let by_human = IncidentDraft::build(
         Some(alert),
         Some(&round),
@@ -177,7 +124,11 @@ fn incidents_prefer_the_humans_cause_then_the_grounded_round() {
     assert_eq!(by_human.summary, "checkout restarts: OOMKilled (E1)");
     assert_eq!(by_human.root_cause, "bad ConfigMap rollout");
     assert_eq!(by_human.resolution, "bad ConfigMap rollout");
-    assert_eq!(by_human.labels.namespace.as_deref(), Some("shop"));
+    assert_eq!(by_human.alert.namespace.as_deref(), Some("shop"));
+    assert_eq!(
+        by_human.alert.alertname.as_deref(),
+        Some("KubePodCrashLooping")
+    );
     let by_recovery = IncidentDraft::build(
         Some(alert),
         Some(&round),
@@ -208,7 +159,10 @@ fn incidents_prefer_the_humans_cause_then_the_grounded_round() {
     assert_eq!(no_alert.title, "checkout is crash-looping");
     assert_eq!(no_alert.root_cause, "unknown (resolved by recovery alert)");
     let long = "y".repeat(MAX_SUMMARY_CHARS * 2);
-    let long_round = serde_json::json!({"text": long});
+    let long_round = RoundOutline {
+        text: long,
+        ..RoundOutline::default()
+    };
     let cut = IncidentDraft::build(
         Some(alert),
         Some(&long_round),

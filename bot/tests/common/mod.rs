@@ -4,9 +4,11 @@
 
 #![allow(dead_code)]
 
-use firstline_bot::slack::signing;
 use firstline_bot::{Parts, Running};
 use firstline_config::{DatabaseUrl, SecretString, Settings};
+use firstline_slack::signing;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use std::sync::OnceLock;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +59,15 @@ pub const INGEST_AND_WAKE: Parts = Parts {
     wake: true,
 };
 
+/// This test process's Prometheus recorder (as `firstline bot` installs one), so `/metrics`
+/// shows what the bot counted.
+fn metrics() -> Option<PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| PrometheusBuilder::new().install_recorder().ok())
+        .clone()
+}
+
 /// A running bot and the token that stops it.
 pub struct TestBot {
     pub running: Option<Running>,
@@ -67,7 +78,7 @@ pub struct TestBot {
 impl TestBot {
     pub async fn start(settings: &Settings, parts: Parts) -> Self {
         let cancel = CancellationToken::new();
-        let running = firstline_bot::start(settings, parts, cancel.clone())
+        let running = firstline_bot::start(settings, parts, metrics(), cancel.clone())
             .await
             .expect("starting the bot");
         let events_url = running.events_url().unwrap_or_default();

@@ -1,4 +1,4 @@
-//! Real peers in the loop (issue 4): a scenario served through the *real* servers Firstline
+//! Real peers in the loop: a scenario served through the *real* servers Firstline
 //! runs against in production, instead of the lab MCP server.
 //!
 //! - [`kube_api`]: a small fake Kubernetes API server serving the scenario's objects and logs,

@@ -13,7 +13,7 @@
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use clap::{Parser, Subcommand};
-use firstline_bot::slack::signing;
+use firstline_slack::signing;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;

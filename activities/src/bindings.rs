@@ -1,0 +1,172 @@
+//! The round's activities as Temporal sees them: each implements its definition in
+//! `firstline_workflows::activities` (name and payload types checked at compile time) as a thin
+//! binding over its module, in a span named after the activity. Errors that another attempt
+//! cannot fix are non-retryable.
+
+use std::sync::Arc;
+
+use firstline_config::RoundSettings;
+use firstline_investigation::GraphOptions;
+use firstline_investigation::tools::McpTools;
+use firstline_slack::SlackApi;
+use firstline_workflows::activities as defined;
+use firstline_workflows::types::*;
+use sqlx::PgPool;
+use temporalio_common::error::ApplicationFailure;
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use tracing::Instrument;
+
+use crate::RoundError;
+
+/// What the activities need: the database, the tools, Slack and the limits.
+pub struct Deps {
+    pub pool: PgPool,
+    pub tools: McpTools,
+    pub slack: Arc<SlackApi>,
+    pub graph: GraphOptions,
+    pub policy: RoundPolicy,
+    /// `round.context_chars`.
+    pub context_chars: usize,
+}
+
+/// The activities registered on a worker.
+pub struct Activities {
+    deps: Deps,
+}
+
+impl Activities {
+    pub fn new(deps: Deps) -> Self {
+        Self { deps }
+    }
+}
+
+/// The limits the `round.*` settings describe, as the workflow applies them.
+pub fn round_policy(round: &RoundSettings) -> RoundPolicy {
+    let activity = ActivityPolicy {
+        start_to_close_secs: round.activity_timeout_secs,
+        heartbeat_secs: None,
+        max_attempts: round.activity_attempts,
+        retry_initial_ms: round.retry_initial_ms,
+        retry_max_secs: round.retry_max_secs,
+    };
+    RoundPolicy {
+        max_rounds: round.max_rounds,
+        max_thread_age_secs: round.max_thread_age_secs,
+        idle_timeout_secs: round.idle_timeout_secs,
+        run_graph: ActivityPolicy {
+            start_to_close_secs: round.run_graph_timeout_secs,
+            heartbeat_secs: Some(round.run_graph_heartbeat_secs),
+            ..activity.clone()
+        },
+        activity,
+    }
+}
+
+fn failure(error: RoundError) -> ActivityError {
+    metrics::counter!(crate::metrics::ACTIVITY_FAILURES, "retryable" => error.retryable().to_string())
+        .increment(1);
+    match error {
+        RoundError::Cancelled => ActivityError::cancelled(),
+        e if e.retryable() => ActivityError::application(ApplicationFailure::new(e)),
+        e => ActivityError::application(ApplicationFailure::non_retryable(e)),
+    }
+}
+
+fn span(name: &'static str, ctx: &ActivityContext) -> tracing::Span {
+    let info = ctx.info();
+    if info.attempt > 1 {
+        metrics::counter!(crate::metrics::ACTIVITY_RETRIES, "activity" => name).increment(1);
+    }
+    tracing::info_span!(
+        "activity",
+        name,
+        attempt = info.attempt,
+        round = tracing::field::Empty
+    )
+}
+
+#[activities]
+impl Activities {
+    #[activity(definition = defined::LoadContext)]
+    pub async fn load_context(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: LoadContextInput,
+    ) -> Result<RoundContext, ActivityError> {
+        let deps = &self.deps;
+        crate::context::load_context(&deps.pool, &input.thread, &deps.policy, deps.context_chars)
+            .instrument(span("load_context", &ctx))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::RunGraph)]
+    pub async fn run_graph(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: RunGraphInput,
+    ) -> Result<GraphOutcome, ActivityError> {
+        let deps = &self.deps;
+        let heartbeat_ctx = ctx.clone();
+        let heartbeat = move |details: GraphHeartbeat| {
+            let ctx = heartbeat_ctx.clone();
+            async move {
+                metrics::counter!(crate::metrics::HEARTBEATS).increment(1);
+                if let Err(e) = ctx.record_heartbeat(details).await {
+                    tracing::warn!(error = %e, "heartbeat not recorded");
+                }
+            }
+        };
+        let span = span("run_graph", &ctx);
+        span.record("round", input.round);
+        crate::graph_run::run_graph(
+            &deps.pool,
+            &deps.tools,
+            &deps.graph,
+            &input,
+            ctx.info().attempt,
+            heartbeat,
+            ctx.cancelled(),
+        )
+        .instrument(span)
+        .await
+        .map_err(failure)
+    }
+
+    #[activity(definition = defined::CommitRound)]
+    pub async fn commit_round(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: CommitInput,
+    ) -> Result<CommitOutcome, ActivityError> {
+        crate::commit::commit_round(&self.deps.pool, &input)
+            .instrument(span("commit_round", &ctx))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::PostFailure)]
+    pub async fn post_failure(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: FailureInput,
+    ) -> Result<PostOutcome, ActivityError> {
+        crate::post::post_failure(&self.deps.slack, &input)
+            .instrument(span("post_failure", &ctx))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::PostToThread)]
+    pub async fn post_to_thread(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: PostInput,
+    ) -> Result<PostOutcome, ActivityError> {
+        crate::post::post_to_thread(&self.deps.pool, &self.deps.slack, &input)
+            .instrument(span("post_to_thread", &ctx))
+            .await
+            .map_err(failure)
+    }
+}

@@ -1,0 +1,145 @@
+//! The round's reply as Slack Block Kit: the rendered report (headline, causes with their
+//! evidence quotes, next steps, similar incidents — or the questions) as mrkdwn sections, and a
+//! context line saying which round this is and how it was judged. Sections stay under Slack's
+//! 3,000 characters and the message under 50 blocks; the client enforces both again.
+
+use serde_json::{Value, json};
+
+use firstline_slack::limits::sections;
+
+use firstline_investigation::RoundResult;
+
+/// Blocks kept for the report (the context line is one more).
+const MAX_REPORT_BLOCKS: usize = 45;
+/// `metadata.event_type` of every round reply; a retry finds its own reply by it.
+pub const ROUND_EVENT_TYPE: &str = "firstline_round";
+
+/// The blocks of round `round`'s reply.
+pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
+    let mut blocks: Vec<Value> = Vec::new();
+    for paragraph in result
+        .text
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        for chunk in sections(paragraph) {
+            blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": chunk}}));
+        }
+    }
+    if blocks.len() > MAX_REPORT_BLOCKS {
+        blocks.truncate(MAX_REPORT_BLOCKS);
+        blocks.push(json!({"type": "section", "text": {"type": "mrkdwn",
+            "text": "_(report shortened to fit one Slack message)_"}}));
+    }
+    let verdict = if result.grounded {
+        "grounded: every claim's quote was found in its evidence"
+    } else {
+        "not grounded yet: answer in this thread and mention me"
+    };
+    let evidence = match result.evidence.len() {
+        0 => "no evidence".to_string(),
+        1 => "evidence E1".to_string(),
+        n => format!("evidence E1–E{n}"),
+    };
+    blocks.push(json!({"type": "context", "elements": [{"type": "mrkdwn",
+        "text": format!("Firstline · round {round} · {verdict} · {evidence} · {} tool calls",
+                        result.usage.tool_calls)}]}));
+    blocks
+}
+
+/// `metadata.event_type` of the note posted when a round could not finish.
+pub const FAILURE_EVENT_TYPE: &str = "firstline_round_failed";
+
+/// The reply's metadata: which thread and round it answers.
+pub fn round_metadata(thread_id: i64, round: u32, grounded: bool) -> Value {
+    json!({"event_type": ROUND_EVENT_TYPE,
+           "event_payload": {"thread_id": thread_id, "round": round, "grounded": grounded}})
+}
+
+/// Whether `metadata` marks the reply of `round` in `thread_id`.
+pub fn is_round_reply(metadata: Option<&Value>, thread_id: i64, round: u32) -> bool {
+    marks_round(metadata, ROUND_EVENT_TYPE, thread_id, round)
+}
+
+/// Whether `metadata` is of `event_type` and names `round` of `thread_id`.
+pub fn marks_round(metadata: Option<&Value>, event_type: &str, thread_id: i64, round: u32) -> bool {
+    let Some(metadata) = metadata else {
+        return false;
+    };
+    let payload = &metadata["event_payload"];
+    metadata["event_type"] == event_type
+        && number(&payload["thread_id"]) == Some(thread_id)
+        && number(&payload["round"]) == Some(i64::from(round))
+}
+
+/// A number, or a number written as a string (Slack returns metadata values as sent; the
+/// client sends them as strings).
+fn number(value: &Value) -> Option<i64> {
+    value
+        .as_i64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firstline_investigation::Usage;
+    use firstline_slack::limits::MAX_SECTION_CHARS;
+
+    fn result(text: &str, grounded: bool) -> RoundResult {
+        RoundResult {
+            grounded,
+            text: text.into(),
+            report: None,
+            verdict: None,
+            questions: Vec::new(),
+            findings: Vec::new(),
+            evidence: Vec::new(),
+            missing: Vec::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn paragraphs_become_sections_and_a_context_line_closes_the_reply() {
+        let blocks = round_blocks(&result("*Headline*\n\n*Cause*: x\n> E1: \"q\"", true), 2);
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[0]["text"]["text"], "*Headline*");
+        let context = blocks[2]["elements"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            context.contains("round 2") && context.contains("grounded"),
+            "{context}"
+        );
+    }
+
+    #[test]
+    fn long_reports_respect_slack_limits() {
+        let long_line = "x".repeat(7_000);
+        let many = (0..80)
+            .map(|i| format!("para {i}"))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let text = format!("{long_line}\n\n{many}");
+        let blocks = round_blocks(&result(&text, false), 1);
+        assert!(blocks.len() <= 50, "{}", blocks.len());
+        for block in &blocks {
+            let text = block["text"]["text"].as_str().unwrap_or_default();
+            assert!(text.chars().count() <= MAX_SECTION_CHARS);
+        }
+    }
+
+    #[test]
+    fn metadata_identifies_the_round_reply() {
+        let metadata = round_metadata(7, 2, true);
+        assert!(is_round_reply(Some(&metadata), 7, 2));
+        assert!(!is_round_reply(Some(&metadata), 7, 3));
+        assert!(!is_round_reply(Some(&metadata), 8, 2));
+        assert!(!is_round_reply(None, 7, 2));
+        let as_strings = json!({"event_type": ROUND_EVENT_TYPE,
+                                "event_payload": {"thread_id": "7", "round": "2"}});
+        assert!(is_round_reply(Some(&as_strings), 7, 2));
+    }
+}

@@ -1,0 +1,140 @@
+//! `commit_round`: the round's outcome in one transaction — the `rounds` row (report, verdict,
+//! usage, and the outline others read: headline, first cause, posted text), its evidence and
+//! claims, and the thread's round count. Idempotent on (thread, round):
+//! a retried commit finds the row and changes nothing.
+
+use sqlx::PgPool;
+
+use crate::RoundError;
+use crate::graph_run::latest_checkpoint;
+use firstline_investigation::RoundResult;
+use firstline_investigation::excerpt::MAX_EXCERPT_CHARS;
+use firstline_model::text::prefix;
+use firstline_workflows::types::{CommitInput, CommitOutcome};
+
+/// Commits round `input.round` from its finished checkpoint.
+pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOutcome, RoundError> {
+    let (thread_id, round) = (input.thread_id, input.round);
+    let checkpoint = latest_checkpoint(pool, thread_id, round, &input.run_id)
+        .await?
+        .filter(|c| c.step > 0 && c.is_finished())
+        .ok_or(RoundError::NotRun { thread_id, round })?;
+    let state = checkpoint.state;
+    let result = RoundResult::from_state(&state);
+    let result_json = serde_json::to_value(&result).map_err(|error| RoundError::BadCheckpoint {
+        thread_id,
+        round,
+        error,
+    })?;
+
+    let mut tx = pool.begin().await?;
+    let inserted: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result,
+                             tool_calls, model_calls, prompt_tokens, completion_tokens,
+                             headline, cause, text)
+         SELECT $1, $2, $3, $4,
+                coalesce((SELECT min(created_at) FROM round_checkpoints
+                           WHERE thread_id = $1 AND round = $2), now()),
+                $5, $6, $7, $8, $9, $10, $11, $12, $13
+         ON CONFLICT (thread_id, number) DO NOTHING
+         RETURNING id",
+    )
+    .bind(thread_id)
+    .bind(round as i32)
+    .bind(&input.workflow_id)
+    .bind(&input.run_id)
+    .bind(result.grounded)
+    .bind(&result_json)
+    .bind(clamp(u64::from(state.usage.tool_calls)))
+    .bind(clamp(u64::from(state.usage.model_calls)))
+    .bind(clamp(state.usage.prompt_tokens))
+    .bind(clamp(state.usage.completion_tokens))
+    .bind(result.report.as_ref().map_or("", |r| r.headline.as_str()))
+    .bind(
+        result
+            .report
+            .as_ref()
+            .and_then(|r| r.causes.first())
+            .map(|c| c.statement.as_str()),
+    )
+    .bind(&result.text)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((round_id,)) = inserted else {
+        tx.rollback().await?;
+        let (round_id, grounded): (i64, bool) =
+            sqlx::query_as("SELECT id, grounded FROM rounds WHERE thread_id = $1 AND number = $2")
+                .bind(thread_id)
+                .bind(round as i32)
+                .fetch_one(pool)
+                .await?;
+        return Ok(CommitOutcome {
+            round_id,
+            grounded,
+            inserted: false,
+        });
+    };
+
+    for evidence in &state.evidence {
+        sqlx::query(
+            "INSERT INTO evidence (round_id, ref, capability, server, tool, args, digest, excerpt,
+                                   fetched_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(round_id)
+        .bind(evidence.id.to_string())
+        .bind(evidence.capability.label())
+        .bind(&evidence.server)
+        .bind(&evidence.tool)
+        .bind(&evidence.args)
+        .bind(&evidence.digest)
+        .bind(prefix(&evidence.excerpt, MAX_EXCERPT_CHARS))
+        .bind(evidence.fetched_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let unsupported: Vec<&str> = result
+        .verdict
+        .iter()
+        .flat_map(|v| v.unsupported_claims.iter().map(|c| c.statement.as_str()))
+        .collect();
+    for (ordinal, claim) in result.report.iter().flat_map(|r| r.claims()).enumerate() {
+        let refs: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
+        sqlx::query(
+            "INSERT INTO claims (round_id, ordinal, text, evidence_refs, quote, supported)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(round_id)
+        .bind(ordinal as i32 + 1)
+        .bind(&claim.statement)
+        .bind(&refs)
+        .bind(&claim.quote)
+        .bind(!unsupported.contains(&claim.statement.as_str()))
+        .execute(&mut *tx)
+        .await?;
+    }
+    sqlx::query(
+        "UPDATE threads SET rounds = greatest(rounds, $2), last_activity_at = now() WHERE id = $1",
+    )
+    .bind(thread_id)
+    .bind(round as i32)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!(round_id, grounded = result.grounded, "round committed");
+    let outcome = if result.grounded {
+        "grounded"
+    } else {
+        "asking"
+    };
+    metrics::counter!(crate::metrics::ROUNDS_FINISHED, "outcome" => outcome).increment(1);
+    Ok(CommitOutcome {
+        round_id,
+        grounded: result.grounded,
+        inserted: true,
+    })
+}
+
+fn clamp(value: u64) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}

@@ -1,0 +1,77 @@
+//! What the round's activities fail with, and which failures are worth another attempt: a missing
+//! row or an unreadable checkpoint will not mend itself; a database, Slack or graph failure may.
+
+use firstline_slack::SlackApiError;
+
+/// Errors of the round's activities. Which ones are worth retrying is [`RoundError::retryable`].
+#[derive(Debug, thiserror::Error)]
+pub enum RoundError {
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("thread {0} is not recorded")]
+    UnknownThread(String),
+    #[error("round {round} of thread {thread_id} has no finished graph run to commit")]
+    NotRun { thread_id: i64, round: u32 },
+    #[error("round {round} of thread {thread_id} is not committed")]
+    NotCommitted { thread_id: i64, round: u32 },
+    #[error("stored checkpoint of thread {thread_id} round {round} is unreadable: {error}")]
+    BadCheckpoint {
+        thread_id: i64,
+        round: u32,
+        error: serde_json::Error,
+    },
+    #[error("incident graph: {message}")]
+    Graph { message: String, retryable: bool },
+    #[error("attempt {attempt} of round {round} was superseded by a later attempt")]
+    Superseded { round: u32, attempt: u32 },
+    #[error("another attempt is posting round {round} right now")]
+    PostInProgress { round: u32 },
+    #[error("slack: {0}")]
+    Slack(#[from] SlackApiError),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl RoundError {
+    /// Whether another attempt could succeed. Missing rows and unreadable checkpoints will not
+    /// mend themselves; a database, Slack or graph failure may.
+    pub fn retryable(&self) -> bool {
+        match self {
+            RoundError::UnknownThread(_)
+            | RoundError::NotRun { .. }
+            | RoundError::NotCommitted { .. }
+            | RoundError::BadCheckpoint { .. }
+            | RoundError::Superseded { .. } => false,
+            RoundError::Graph { retryable, .. } => *retryable,
+            RoundError::Slack(e) => slack_retryable(e),
+            RoundError::Database(e) => !matches!(
+                e,
+                sqlx::Error::Database(db) if db.constraint().is_some()
+            ),
+            RoundError::PostInProgress { .. } | RoundError::Cancelled => true,
+        }
+    }
+}
+
+/// Slack errors another attempt will not fix: the request or the workspace is wrong.
+fn slack_retryable(error: &SlackApiError) -> bool {
+    const PERMANENT: &[&str] = &[
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "missing_scope",
+        "invalid_blocks",
+        "invalid_metadata_format",
+        "msg_too_long",
+        "no_text",
+    ];
+    match error {
+        SlackApiError::Api { code, .. } => !PERMANENT.contains(&code.as_str()),
+        SlackApiError::Invalid { .. } | SlackApiError::MissingField { .. } => false,
+        _ => true,
+    }
+}

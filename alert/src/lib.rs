@@ -1,0 +1,355 @@
+//! Alert understanding: from the text of a Slack alert message to an [`AlertTarget`] — what is
+//! alerting, where, since when, and by which expression.
+//!
+//! This is step 1 of the seven and feeds every fixed investigation step: the
+//! namespace and pod/workload choose what to describe and whose logs to read, the start time
+//! bounds the deploy window and the metric range, the expression is re-run as the alert's own
+//! metric. Parsing never fails: whatever cannot be determined is listed in
+//! [`AlertTarget::unknown`], so the investigation checks what it can and asks about the rest.
+//!
+//! Formats (see `formats`): Alertmanager's Slack template, Grafana alerting's default Slack
+//! message, and generic `key=value` / `key: value` / `{label="value"}` text; [`title`] reads the
+//! status tag or word integrations open with (`[FIRING:1]`, `[OK]`, `Recovered:`), so the same
+//! parse tells a recovery from a firing alert ([`AlertTarget::is_recovery`]). Alerts delivered
+//! in Slack attachments are flattened into text first ([`attachments::message_text`]).
+//! [`holmes::from_investigate_request`] adapts HolmesGPT's `investigate_request.json`.
+//!
+//! This is the one alert parser: the bot (which alerts a recovery resolves) and the
+//! investigation (what to look at) both read alerts through it. It knows nothing else.
+
+pub mod attachments;
+mod formats;
+pub mod holmes;
+pub mod timeparse;
+pub mod title;
+pub mod workload;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use formats::extract_fields;
+pub use workload::{deployment_from_pod_name, deployment_from_replicaset_name};
+
+/// Whether the alert is firing or has resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertStatus {
+    Firing,
+    Resolved,
+}
+
+/// A field of [`AlertTarget`] the investigation relies on, named for the "unknown" list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertField {
+    Alertname,
+    Status,
+    Severity,
+    Namespace,
+    /// Neither a pod, a workload nor a service: nothing concrete to describe.
+    Target,
+    StartsAt,
+    Expression,
+}
+
+impl fmt::Display for AlertField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AlertField::Alertname => "alert name",
+            AlertField::Status => "status (firing or resolved)",
+            AlertField::Severity => "severity",
+            AlertField::Namespace => "namespace",
+            AlertField::Target => "affected pod, workload or service",
+            AlertField::StartsAt => "start time",
+            AlertField::Expression => "alert expression",
+        })
+    }
+}
+
+/// What an alert is about, as far as its message says.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AlertTarget {
+    pub alertname: Option<String>,
+    pub severity: Option<String>,
+    pub status: Option<AlertStatus>,
+    pub cluster: Option<String>,
+    pub namespace: Option<String>,
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    /// The owning workload's name (a Deployment unless `workload_kind` says otherwise).
+    pub workload: Option<String>,
+    /// `Deployment`, `StatefulSet`, `DaemonSet`, `Job`, `CronJob`, when known.
+    pub workload_kind: Option<String>,
+    /// True when `workload` was derived from the pod name rather than stated by the alert.
+    pub workload_derived: bool,
+    pub service: Option<String>,
+    pub node: Option<String>,
+    /// Prometheus scrape job label (not a Kubernetes Job; see `workload_kind`).
+    pub job: Option<String>,
+    pub instance: Option<String>,
+    pub starts_at: Option<DateTime<Utc>>,
+    /// The alert's own PromQL, re-run over the alert window by the investigation.
+    pub expression: Option<String>,
+    pub summary: Option<String>,
+    pub description: Option<String>,
+    /// The value the alerting system reported (Grafana's `Value:` line), verbatim.
+    pub observed_value: Option<String>,
+    /// A link back to the alert's source (generator URL, Grafana rule).
+    pub source_url: Option<String>,
+    /// Every label found, keys as written (lowercased for `Key: value` prose).
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// How uncertain values were obtained, e.g. "workload derived from pod name".
+    pub notes: Vec<String>,
+    /// What the investigation needs but the message did not say.
+    pub unknown: Vec<AlertField>,
+}
+
+impl AlertTarget {
+    /// The name most useful for a human headline: workload, else pod, else service.
+    pub fn subject(&self) -> Option<&str> {
+        self.workload
+            .as_deref()
+            .or(self.pod.as_deref())
+            .or(self.service.as_deref())
+    }
+
+    /// Whether the message reports the alert as resolved (`[RESOLVED]`, `[OK]`, `Recovered:`,
+    /// Grafana's `**Resolved**`, a `status: resolved` line).
+    pub fn is_recovery(&self) -> bool {
+        self.status == Some(AlertStatus::Resolved)
+    }
+
+    /// Whether a recovery with this target is about the alert `firing` names: the same
+    /// alertname (case-insensitive), and the same namespace and service where both say.
+    pub fn same_alert(&self, firing: &AlertTarget) -> bool {
+        let agree = |a: &Option<String>, b: &Option<String>| match (a, b) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            _ => true,
+        };
+        self.alertname.is_some()
+            && firing.alertname.is_some()
+            && agree(&self.alertname, &firing.alertname)
+            && agree(&self.namespace, &firing.namespace)
+            && agree(&self.service, &firing.service)
+    }
+
+    /// Fills the typed fields from `labels` and `annotations`, derives the workload, and
+    /// computes `unknown`. Called by every constructor after it has gathered labels.
+    pub(crate) fn resolve(mut self) -> Self {
+        let label = |keys: &[&str]| first_value(&self.labels, keys);
+        let alertname = label(&["alertname", "alert_name", "alert"]);
+        let severity = label(&["severity", "priority", "level"]);
+        let cluster = label(&["cluster", "cluster_name", "k8s_cluster_name", "k8s_cluster"]);
+        let namespace = label(&[
+            "namespace",
+            "kubernetes_namespace",
+            "k8s_namespace_name",
+            "exported_namespace",
+            "ns",
+        ]);
+        let pod = label(&[
+            "pod",
+            "pod_name",
+            "kubernetes_pod_name",
+            "k8s_pod_name",
+            "exported_pod",
+        ]);
+        let container = label(&["container", "container_name", "k8s_container_name"]);
+        let node = label(&[
+            "node",
+            "nodename",
+            "kubernetes_node",
+            "k8s_node_name",
+            "hostname",
+        ]);
+        let job = label(&["job"]);
+        let instance = label(&["instance"]);
+        let service = label(&[
+            "service",
+            "service_name",
+            "svc",
+            "k8s_service_name",
+            "app_service",
+        ]);
+
+        fill(&mut self.alertname, alertname);
+        fill(&mut self.severity, severity);
+        fill(&mut self.cluster, cluster);
+        fill(&mut self.namespace, namespace);
+        fill(&mut self.pod, pod);
+        fill(&mut self.container, container);
+        fill(&mut self.node, node);
+        fill(&mut self.job, job);
+        fill(&mut self.instance, instance);
+        // kube-state-metrics alerts carry the *exporter's* service and job labels, not the
+        // failing workload's: using them as the target would investigate the exporter.
+        let from_exporter = self
+            .job
+            .as_deref()
+            .is_some_and(|j| j.contains("kube-state-metrics") || j.contains("node-exporter"));
+        if from_exporter {
+            if service.is_some() {
+                self.notes.push(
+                    "ignored the `service` label: it names the metrics exporter, not the target"
+                        .to_string(),
+                );
+            }
+        } else {
+            fill(&mut self.service, service);
+        }
+
+        self.resolve_workload();
+
+        if self.summary.is_none() {
+            self.summary = first_value(&self.annotations, &["summary", "message", "title"]);
+        }
+        if self.description.is_none() {
+            self.description = first_value(&self.annotations, &["description", "message"]);
+        }
+        if self.expression.is_none() {
+            self.expression = first_value(&self.labels, &["expr", "expression", "query"])
+                .or_else(|| first_value(&self.annotations, &["expr", "expression", "query"]));
+        }
+        if self.starts_at.is_none() {
+            self.starts_at = first_value(&self.labels, &["startsat", "starts_at", "startsAt"])
+                .or_else(|| first_value(&self.annotations, &["startsat", "starts_at", "startsAt"]))
+                .and_then(|text| crate::timeparse::parse_timestamp(&text));
+        }
+
+        self.unknown = self.missing_fields();
+        self
+    }
+
+    fn resolve_workload(&mut self) {
+        let explicit = [
+            (&["deployment", "k8s_deployment_name"][..], "Deployment"),
+            (&["statefulset", "k8s_statefulset_name"][..], "StatefulSet"),
+            (&["daemonset", "k8s_daemonset_name"][..], "DaemonSet"),
+            (&["job_name", "k8s_job_name"][..], "Job"),
+            (&["cronjob", "k8s_cronjob_name"][..], "CronJob"),
+        ];
+        if self.workload.is_none() {
+            for (keys, kind) in explicit {
+                if let Some(name) = first_value(&self.labels, keys) {
+                    self.workload = Some(name);
+                    self.workload_kind = Some(kind.to_string());
+                    break;
+                }
+            }
+        }
+        if self.workload.is_none()
+            && let Some(name) = first_value(&self.labels, &["workload"])
+        {
+            self.workload = Some(name);
+            self.workload_kind = first_value(&self.labels, &["workload_type", "workload_kind"])
+                .map(|kind| capitalise(&kind));
+        }
+        if self.workload.is_none()
+            && let Some(replicaset) =
+                first_value(&self.labels, &["replicaset", "k8s_replicaset_name"])
+            && let Some(name) = deployment_from_replicaset_name(&replicaset)
+        {
+            self.workload = Some(name);
+            self.workload_kind = Some("Deployment".to_string());
+            self.workload_derived = true;
+            self.notes.push(format!(
+                "workload derived from ReplicaSet name `{replicaset}`"
+            ));
+        }
+        if self.workload.is_none()
+            && let Some(pod) = self.pod.as_deref()
+            && let Some(name) = deployment_from_pod_name(pod)
+        {
+            self.notes.push(format!(
+                "workload `{name}` derived from pod name `{pod}` (ReplicaSet hash suffix)"
+            ));
+            self.workload = Some(name);
+            self.workload_kind = Some("Deployment".to_string());
+            self.workload_derived = true;
+        }
+    }
+
+    fn missing_fields(&self) -> Vec<AlertField> {
+        let mut missing = Vec::new();
+        if self.alertname.is_none() {
+            missing.push(AlertField::Alertname);
+        }
+        if self.status.is_none() {
+            missing.push(AlertField::Status);
+        }
+        if self.severity.is_none() {
+            missing.push(AlertField::Severity);
+        }
+        if self.namespace.is_none() {
+            missing.push(AlertField::Namespace);
+        }
+        if self.pod.is_none() && self.workload.is_none() && self.service.is_none() {
+            missing.push(AlertField::Target);
+        }
+        if self.starts_at.is_none() {
+            missing.push(AlertField::StartsAt);
+        }
+        if self.expression.is_none() {
+            missing.push(AlertField::Expression);
+        }
+        missing
+    }
+}
+
+/// Parses a Slack alert message. Never fails; see [`AlertTarget::unknown`].
+pub fn parse_alert(text: &str) -> AlertTarget {
+    let mut fields = extract_fields(text);
+    let title = title::read(text);
+    if fields.status.is_none() {
+        fields.status = title.status;
+    }
+    if fields.alertname.is_none() {
+        fields.alertname = title.alertname;
+    }
+    AlertTarget {
+        alertname: fields.alertname,
+        severity: fields.severity,
+        status: fields.status,
+        starts_at: fields.starts_at,
+        expression: fields.expression,
+        summary: fields.summary,
+        description: fields.description,
+        observed_value: fields.observed_value,
+        source_url: fields.source_url,
+        labels: fields.labels,
+        annotations: fields.annotations,
+        ..AlertTarget::default()
+    }
+    .resolve()
+}
+
+fn first_value(map: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|key| map.get(*key))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn fill(slot: &mut Option<String>, value: Option<String>) {
+    if slot.is_none() {
+        *slot = value;
+    }
+}
+
+fn capitalise(kind: &str) -> String {
+    match kind.to_ascii_lowercase().as_str() {
+        "deployment" => "Deployment".to_string(),
+        "statefulset" => "StatefulSet".to_string(),
+        "daemonset" => "DaemonSet".to_string(),
+        "job" => "Job".to_string(),
+        "cronjob" => "CronJob".to_string(),
+        _ => kind.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,176 @@
+//! An alert's title line: the status tag or word integrations open with, and the alert's name
+//! after it.
+//!
+//! - Tags: `[FIRING:1] KubePodCrashLooping …` (Alertmanager), `[Alerting] High CPU` / `[OK] High
+//!   CPU` (Grafana's legacy alerts), `[RESOLVED]`, `[RECOVERED]`; the name is the first word
+//!   after the tag.
+//! - Words: `Triggered: [P1] High CPU on web-1`, `Recovered: …`, `Resolved: #1234 …` (PagerDuty,
+//!   Datadog, Opsgenie); the name is the rest of the title without `[…]` tags. A title that only
+//!   starts with the word `Resolved` or `Recovered` marks recovery without naming the alert.
+//!
+//! Leading markup (`*`, `_`, `>`), `:emoji:` codes and symbols (✅ 🔥) are skipped first.
+
+use crate::AlertStatus;
+
+/// What the title line says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Title {
+    pub status: Option<AlertStatus>,
+    pub alertname: Option<String>,
+}
+
+/// Reads the first non-empty line of `text`.
+pub fn read(text: &str) -> Title {
+    let title = undecorated(first_line(text));
+    if let Some(rest) = title.strip_prefix('[') {
+        let Some(end) = rest.find(']') else {
+            return Title::default();
+        };
+        let tag = rest[..end].split(':').next().unwrap_or_default().trim();
+        let Some(status) = tag_status(tag) else {
+            return Title::default();
+        };
+        return Title {
+            status: Some(status),
+            alertname: first_word(&rest[end + 1..]),
+        };
+    }
+    let word: String = title.chars().take_while(|c| c.is_alphabetic()).collect();
+    let Some(status) = word_status(&word) else {
+        return Title::default();
+    };
+    let after = title[word.len()..].trim_start();
+    match after.strip_prefix(':') {
+        Some(rest) => Title {
+            status: Some(status),
+            alertname: without_tags(rest),
+        },
+        // `Resolved KubePodCrashLooping`: a recovery, its name not reliably placed.
+        None if status == AlertStatus::Resolved => Title {
+            status: Some(status),
+            alertname: None,
+        },
+        None => Title::default(),
+    }
+}
+
+/// The first non-empty line, trimmed.
+pub fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+}
+
+fn tag_status(tag: &str) -> Option<AlertStatus> {
+    match tag.to_ascii_uppercase().as_str() {
+        "FIRING" | "ALERTING" | "TRIGGERED" => Some(AlertStatus::Firing),
+        "RESOLVED" | "OK" | "RECOVERED" => Some(AlertStatus::Resolved),
+        _ => None,
+    }
+}
+
+fn word_status(word: &str) -> Option<AlertStatus> {
+    match word.to_ascii_lowercase().as_str() {
+        "triggered" | "retriggered" | "firing" | "alert" | "warning" | "critical" => {
+            Some(AlertStatus::Firing)
+        }
+        "resolved" | "recovered" => Some(AlertStatus::Resolved),
+        _ => None,
+    }
+}
+
+/// The first word of `rest`, markup and punctuation around it removed.
+fn first_word(rest: &str) -> Option<String> {
+    let word = rest
+        .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '~' | '`'))
+        .split_whitespace()
+        .next()?
+        .trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')));
+    (!word.is_empty()).then(|| word.to_string())
+}
+
+/// `rest` without leading `[P1]`-style tags, trimmed.
+fn without_tags(rest: &str) -> Option<String> {
+    let mut rest = rest.trim_start();
+    while rest.starts_with('[') {
+        match rest.find(']') {
+            Some(end) => rest = rest[end + 1..].trim_start(),
+            None => break,
+        }
+    }
+    let name = rest.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// `line` without leading markup (`*`, `_`, `~`, `>`, `` ` ``), `:emoji:` codes and symbols.
+fn undecorated(line: &str) -> &str {
+    let mut s = line;
+    loop {
+        let trimmed = s.trim_start_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '*' | '_' | '~' | '>' | '`') || is_symbol(c)
+        });
+        let without_emoji = trimmed
+            .strip_prefix(':')
+            .and_then(|r| {
+                let end = r.find(':')?;
+                let code = &r[..end];
+                (!code.is_empty()
+                    && code.len() <= 40
+                    && code
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+')))
+                .then(|| &r[end + 1..])
+            })
+            .unwrap_or(trimmed);
+        if without_emoji.len() == s.len() {
+            return s;
+        }
+        s = without_emoji;
+    }
+}
+
+fn is_symbol(c: char) -> bool {
+    !c.is_ascii() && !c.is_alphanumeric()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(text: &str) -> Option<AlertStatus> {
+        read(text).status
+    }
+
+    #[test]
+    fn a_tag_or_word_sets_the_status_and_anything_else_none() {
+        assert_eq!(status("[Alerting] High CPU"), Some(AlertStatus::Firing));
+        assert_eq!(
+            status("Resolved KubePodCrashLooping"),
+            Some(AlertStatus::Resolved)
+        );
+        for text in [
+            "[P1] High CPU",
+            "ResolvedConnectionsHigh is firing",
+            "",
+            "hello",
+        ] {
+            assert_eq!(status(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_name_follows_the_tag_or_the_word() {
+        let name = |text: &str| read(text).alertname;
+        assert_eq!(
+            name("*[RESOLVED]* KubePodCrashLooping checkout (shop)").as_deref(),
+            Some("KubePodCrashLooping")
+        );
+        assert_eq!(
+            name("Recovered: [P1] High CPU on web-1").as_deref(),
+            Some("High CPU on web-1")
+        );
+        assert_eq!(name("Resolved KubePodCrashLooping"), None);
+        assert_eq!(name("checkout is slow, anyone?"), None);
+    }
+}

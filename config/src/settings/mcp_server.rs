@@ -1,0 +1,123 @@
+//! One entry of `[[mcp.servers]]`: how to reach an MCP server, which of its tools may be called,
+//! and the limits that override the section's.
+
+use crate::ConfigError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Names of the built-in capability profiles (`mcp.servers[].profile`). The profiles themselves
+/// (tool names and argument shapes) live with the tool layer in `firstline-investigation`, whose
+/// tests check this list against them.
+pub const MCP_PROFILES: &[&str] = &[
+    "kubernetes-mcp-server",
+    "prometheus-mcp-server",
+    "mcp-grafana",
+    "lab",
+];
+
+/// The setting every server's problems are reported under.
+pub(super) const SERVERS: &str = "mcp.servers";
+
+/// One MCP server: either `url` (streamable HTTP) or `command` (a stdio child process).
+#[derive(Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerSettings {
+    /// Name used in capability bindings, evidence and the audit trail.
+    pub name: String,
+    /// Streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    pub url: Option<String>,
+    /// Program to start for a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment for the child process (may hold credentials: never logged).
+    pub env: BTreeMap<String, String>,
+    /// A built-in profile binding capabilities to this server's tools (see [`MCP_PROFILES`]).
+    pub profile: Option<String>,
+    /// Tools that may be called. Empty means "the tools this server's profile uses"; any other
+    /// tool is refused and audited.
+    pub allow: Vec<String>,
+    /// Values for `{var.NAME}` placeholders in tool arguments, e.g. a Grafana datasource uid.
+    pub vars: BTreeMap<String, String>,
+    /// Overrides `mcp.call_timeout_secs` for this server.
+    pub call_timeout_secs: Option<u64>,
+    /// Overrides `mcp.connect_timeout_secs` for this server.
+    pub connect_timeout_secs: Option<u64>,
+    /// Overrides `mcp.max_result_bytes` for this server.
+    pub max_result_bytes: Option<usize>,
+}
+
+impl std::fmt::Debug for McpServerSettings {
+    /// The child's environment may hold credentials: show its names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerSettings")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("profile", &self.profile)
+            .field("allow", &self.allow)
+            .field("vars", &self.vars)
+            .field("call_timeout_secs", &self.call_timeout_secs)
+            .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("max_result_bytes", &self.max_result_bytes)
+            .finish()
+    }
+}
+
+impl McpServerSettings {
+    /// How messages point at this server: its 1-based `position` in the list and its name,
+    /// since an operator may have left the name out or used it twice.
+    pub(super) fn label(&self, position: usize) -> String {
+        format!("server #{position} (`{}`)", self.name)
+    }
+
+    /// Checks this server alone; `position` is its 1-based place in `mcp.servers`.
+    pub(super) fn validate(&self, position: usize) -> Result<(), ConfigError> {
+        let reject = |problem: &str| {
+            Err(ConfigError::rejected(
+                SERVERS,
+                format!("{}: {problem}", self.label(position)),
+            ))
+        };
+        if self.name.trim().is_empty() {
+            return Err(ConfigError::rejected(
+                SERVERS,
+                format!("server #{position} has no name"),
+            ));
+        }
+        match (&self.url, &self.command) {
+            (Some(_), Some(_)) | (None, None) => {
+                return reject("set exactly one of `url` (streamable HTTP) and `command` (stdio)");
+            }
+            (Some(url), None) if url.starts_with("https://") => {
+                return reject(
+                    "https:// MCP endpoints are not supported yet; use http:// (e.g. in-cluster) or a stdio `command`",
+                );
+            }
+            (Some(url), None) if !url.starts_with("http://") => {
+                return reject("`url` must be an http:// URL");
+            }
+            (None, Some(command)) if command.trim().is_empty() => {
+                return reject("`command` is empty");
+            }
+            _ => {}
+        }
+        if let Some(profile) = &self.profile
+            && !MCP_PROFILES.contains(&profile.as_str())
+        {
+            return reject(&format!(
+                "unknown profile `{profile}` (known: {})",
+                MCP_PROFILES.join(", ")
+            ));
+        }
+        if self.call_timeout_secs == Some(0) || self.connect_timeout_secs == Some(0) {
+            return reject("timeouts must be at least 1 second");
+        }
+        if self.max_result_bytes.is_some_and(|bytes| bytes < 1024) {
+            return reject("`max_result_bytes` must be at least 1024");
+        }
+        Ok(())
+    }
+}

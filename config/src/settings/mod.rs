@@ -1,0 +1,93 @@
+//! The settings tree: one section per outside system, each with its defaults and its own checks.
+//!
+//! Field docs are the operator's documentation: the README's configuration table is checked
+//! against [`Settings::keys`] by a test, so a new setting cannot go undocumented.
+
+mod bot;
+mod check;
+mod database;
+mod dev;
+mod kafka;
+mod load;
+mod log;
+mod mcp;
+mod mcp_server;
+mod round;
+mod slack;
+mod temporal;
+mod worker;
+
+pub use bot::{AlertRule, BotSettings};
+pub use database::DatabaseSettings;
+pub use dev::DevSettings;
+pub use kafka::KafkaSettings;
+pub use log::{LogFormat, LogSettings};
+pub use mcp::{CapabilityBinding, MCP_CAPABILITIES, McpSettings};
+pub use mcp_server::{MCP_PROFILES, McpServerSettings};
+pub use round::RoundSettings;
+pub use slack::{SlackMode, SlackSettings};
+pub use temporal::TemporalSettings;
+pub use worker::WorkerSettings;
+
+use crate::{ConfigError, env_var};
+use serde::{Deserialize, Serialize};
+
+/// All of Firstline's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// PostgreSQL, the source of truth.
+    pub database: DatabaseSettings,
+    /// The Temporal cluster that runs incident rounds.
+    pub temporal: TemporalSettings,
+    /// The Kafka-protocol broker every message is published to.
+    pub kafka: KafkaSettings,
+    /// The Slack app: tokens, signing secret, how events arrive.
+    pub slack: SlackSettings,
+    /// The bot process: HTTP listener, alert rules, outbox relays.
+    pub bot: BotSettings,
+    /// The embedded stack `firstline dev` runs on one machine.
+    pub dev: DevSettings,
+    /// Logging.
+    pub log: LogSettings,
+    /// MCP servers the investigation reads through, and which tool answers each capability.
+    pub mcp: McpSettings,
+    /// Limits of the per-thread round workflow (DESIGN invariant 9).
+    pub round: RoundSettings,
+    /// The worker process that runs rounds.
+    pub worker: WorkerSettings,
+}
+
+impl Settings {
+    /// Every setting as `(dotted key, environment variable)`, in declaration order.
+    pub fn keys() -> Vec<(String, String)> {
+        let tree = serde_json::to_value(Settings::default()).unwrap_or_default();
+        let mut keys = Vec::new();
+        if let serde_json::Value::Object(sections) = tree {
+            for (section, fields) in sections {
+                if let serde_json::Value::Object(fields) = fields {
+                    for field in fields.keys() {
+                        let key = format!("{section}.{field}");
+                        let env = env_var(&key);
+                        keys.push((key, env));
+                    }
+                }
+            }
+        }
+        keys
+    }
+
+    /// Checks every section; the first bad value is reported.
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        // `log` has nothing to check here: its filter's syntax belongs to the tracing setup.
+        self.database.validate()?;
+        self.temporal.validate()?;
+        self.kafka.validate()?;
+        self.slack.validate()?;
+        self.bot.validate()?;
+        self.worker.validate()?;
+        self.round.validate()?;
+        self.dev.validate()?;
+        self.mcp.validate()
+    }
+}

@@ -1,0 +1,391 @@
+//! Evidence excerpts: bounded text cut from a (redacted) tool result.
+//!
+//! A pod log can be megabytes; the excerpt is what gets stored, cited and shown, so it must be
+//! small (≤ 3,500 characters each by default) and must keep what matters: error
+//! lines with a little context, and the end of the text, where a crashing process writes its
+//! last words. Omitted stretches are marked `… [N lines omitted] …` so a reader knows the
+//! excerpt is not the whole story.
+//!
+//! [`RoundBudget`] caps the total per round (≤ 40,000 characters by default): later excerpts
+//! get whatever is left, so a round with many tool calls cannot grow without bound.
+//!
+//! Sizes are counted in characters (Unicode scalar values), and every cut is on a character
+//! boundary, so multibyte text is never split.
+
+use firstline_model::text::prefix;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Longest excerpt there is: the `evidence.excerpt` column refuses longer ones.
+pub const MAX_EXCERPT_CHARS: usize = 3_500;
+/// Default maximum characters per excerpt.
+pub const DEFAULT_EXCERPT_CHARS: usize = MAX_EXCERPT_CHARS;
+/// Default maximum characters of all excerpts in one round.
+pub const DEFAULT_ROUND_CHARS: usize = 40_000;
+/// Lines kept on each side of an error line.
+pub const DEFAULT_CONTEXT_LINES: usize = 2;
+
+/// Lines at the start that are always worth keeping when they fit (headers, first log lines).
+const HEAD_LINES: usize = 2;
+/// Lines at the end that are always worth keeping: a crashing process writes its last words
+/// there.
+const TAIL_LINES: usize = 5;
+/// Below this many characters an excerpt is not worth making; the marker alone is stored.
+const MIN_USEFUL_CHARS: usize = 80;
+
+/// A line that likely explains a failure. Deliberately broad: keeping a harmless line costs a
+/// little space, dropping the crash line costs the investigation.
+static ERRORISH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(\berr(or)?s?\b|\bfatal\b|\bpanic|\bexception\b|[a-z]exception\b|\bfail(ed|ure|ing|s)?\b|\bkilled\b|oomkill|\brefused\b|\bdenied\b|back-?off|exit code|exited with|\btraceback\b|\bnot found\b|no such|\btimed? ?out\b|\bunable to\b|\bcannot\b|\bunauthori[sz]ed\b|\bforbidden\b|\bevicted\b|\bunhealthy\b|\bx509\b|\bexpired\b|\binsufficient\b)",
+    )
+    .expect("static regex")
+});
+
+/// A key with no value at shallow indentation: a section or container header.
+static SECTION_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^ {0,3}[A-Za-z][A-Za-z0-9 ._-]{0,60}:\s*$").expect("static regex")
+});
+
+/// Limits for excerpts; all configurable, with the defaults above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExcerptLimits {
+    pub per_excerpt_chars: usize,
+    pub per_round_chars: usize,
+    pub context_lines: usize,
+}
+
+impl Default for ExcerptLimits {
+    fn default() -> Self {
+        Self {
+            per_excerpt_chars: DEFAULT_EXCERPT_CHARS,
+            per_round_chars: DEFAULT_ROUND_CHARS,
+            context_lines: DEFAULT_CONTEXT_LINES,
+        }
+    }
+}
+
+/// True when a line looks like it reports an error (used to choose what to keep).
+pub fn is_errorish_line(line: &str) -> bool {
+    ERRORISH_LINE.is_match(line)
+}
+
+/// The elision marker for `n` omitted lines.
+pub fn omitted_marker(n: usize) -> String {
+    let unit = if n == 1 { "line" } else { "lines" };
+    format!("… [{n} {unit} omitted] …")
+}
+
+/// An excerpt of `text` of at most `max_chars` characters, keeping error lines with
+/// `context_lines` of context and the tail of the text. Text that fits is returned unchanged.
+pub fn excerpt(text: &str, max_chars: usize, context_lines: usize) -> String {
+    if char_len(text) <= max_chars {
+        return text.to_string();
+    }
+    // A single overlong line (minified JSON, a stack dumped on one line) would otherwise block
+    // every selection: shorten such lines first.
+    let longest_line = (max_chars / 2).max(1);
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| shorten_line(line, longest_line))
+        .collect();
+
+    let mut chosen = vec![false; lines.len()];
+    let mut any_chosen = false;
+    for (start, end) in ranges_by_priority(&lines, context_lines) {
+        let mut candidate = chosen.clone();
+        candidate[start..end].iter_mut().for_each(|c| *c = true);
+        if char_len(&render(&lines, &candidate)) <= max_chars {
+            chosen = candidate;
+            any_chosen = true;
+        }
+    }
+    if any_chosen {
+        return render(&lines, &chosen);
+    }
+    truncate_chars(text, max_chars)
+}
+
+/// Ranges of line indices (start inclusive, end exclusive), most important first: the tail,
+/// then error lines with context from the last to the first, then the head, then — to use
+/// spare room — everything else from the end backwards.
+fn ranges_by_priority(lines: &[String], context_lines: usize) -> Vec<(usize, usize)> {
+    let n = lines.len();
+    let mut ranges = Vec::new();
+    // The tail, one line at a time from the end, so an overlong tail still keeps its last line.
+    for i in (n.saturating_sub(TAIL_LINES)..n).rev() {
+        ranges.push((i, i + 1));
+    }
+    // The first line: a table's column header or a describe's `Name:`.
+    ranges.push((0, 1.min(n)));
+    let error_lines: Vec<usize> = (0..n).filter(|&i| is_errorish_line(&lines[i])).collect();
+    let error_range = |i: usize| {
+        (
+            i.saturating_sub(context_lines),
+            (i + context_lines + 1).min(n),
+        )
+    };
+    let mut errors_latest_first = error_lines.iter().rev();
+    if let Some(&last) = errors_latest_first.next() {
+        ranges.push(error_range(last));
+        ranges.push((last, last + 1));
+    }
+    // Section headers (`Containers:`, `  api:`, `Events:`) are short and tell which container
+    // or section a kept line belongs to.
+    for i in (0..n).filter(|&i| SECTION_HEADER.is_match(&lines[i])) {
+        ranges.push((i, i + 1));
+    }
+    for &i in errors_latest_first {
+        ranges.push(error_range(i));
+        // If the context does not fit, the error line alone still might.
+        ranges.push((i, i + 1));
+    }
+    ranges.push((0, HEAD_LINES.min(n)));
+    for i in (0..n).rev() {
+        ranges.push((i, i + 1));
+    }
+    ranges
+}
+
+fn render(lines: &[String], chosen: &[bool]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut omitted = 0usize;
+    for (line, keep) in lines.iter().zip(chosen) {
+        if *keep {
+            if omitted > 0 {
+                parts.push(omitted_marker(omitted));
+                omitted = 0;
+            }
+            parts.push(line.clone());
+        } else {
+            omitted += 1;
+        }
+    }
+    if omitted > 0 {
+        parts.push(omitted_marker(omitted));
+    }
+    parts.join("\n")
+}
+
+fn shorten_line(line: &str, max_chars: usize) -> String {
+    let len = char_len(line);
+    if len <= max_chars {
+        return line.to_string();
+    }
+    let marker = format!(" … [{} chars omitted]", len - max_chars);
+    let keep = max_chars.saturating_sub(char_len(&marker));
+    format!("{}{marker}", prefix(line, keep))
+}
+
+/// The first `max_chars` characters of `text`, with a marker, for text no line selection can
+/// fit.
+fn truncate_chars(text: &str, max_chars: usize) -> String {
+    let total = char_len(text);
+    if total <= max_chars {
+        return text.to_string();
+    }
+    let marker = format!(" … [{} chars omitted]", total);
+    if char_len(&marker) >= max_chars {
+        return prefix(text, max_chars).to_string();
+    }
+    let keep = max_chars - char_len(&marker);
+    let marker = format!(" … [{} chars omitted]", total - keep);
+    format!("{}{marker}", prefix(text, keep))
+}
+
+fn char_len(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// The per-round excerpt budget: each excerpt gets at most the per-excerpt limit and at most
+/// what is left of the round's total, so later excerpts shrink instead of the round growing.
+#[derive(Debug, Clone)]
+pub struct RoundBudget {
+    limits: ExcerptLimits,
+    used_chars: usize,
+}
+
+impl RoundBudget {
+    pub fn new(limits: ExcerptLimits) -> Self {
+        Self {
+            limits,
+            used_chars: 0,
+        }
+    }
+
+    /// Characters still available this round.
+    pub fn remaining(&self) -> usize {
+        self.limits.per_round_chars.saturating_sub(self.used_chars)
+    }
+
+    /// Characters spent so far this round.
+    pub fn used(&self) -> usize {
+        self.used_chars
+    }
+
+    /// Excerpts `text` within what is left and charges the budget. When too little is left to
+    /// say anything useful, returns a marker saying the text was omitted (not charged).
+    pub fn excerpt(&mut self, text: &str) -> String {
+        let allowance = self.limits.per_excerpt_chars.min(self.remaining());
+        if allowance < MIN_USEFUL_CHARS.min(char_len(text).max(1)) {
+            return format!(
+                "… [{} lines omitted: round evidence budget spent] …",
+                text.lines().count()
+            );
+        }
+        let out = excerpt(text, allowance, self.limits.context_lines);
+        self.used_chars += char_len(&out);
+        out
+    }
+}
+
+impl Default for RoundBudget {
+    fn default() -> Self {
+        Self::new(ExcerptLimits::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_with_error_at(total: usize, error_at: usize) -> String {
+        (0..total)
+            .map(|i| {
+                if i == error_at {
+                    "2025-01-01T00:00:00Z ERROR payment gateway refused connection".to_string()
+                } else {
+                    format!("2025-01-01T00:00:00Z INFO handled request number {i:05} ok")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn short_text_is_returned_unchanged() {
+        let text = "one\ntwo\nthree";
+        assert_eq!(excerpt(text, 100, 2), text);
+    }
+
+    #[test]
+    fn keeps_error_line_with_two_lines_of_context_and_marks_elisions() {
+        let text = log_with_error_at(400, 200);
+        let out = excerpt(&text, 1_000, 2);
+        assert!(out.chars().count() <= 1_000);
+        assert!(out.contains("ERROR payment gateway refused connection"));
+        assert!(out.contains("request number 00198"));
+        assert!(out.contains("request number 00199"));
+        assert!(out.contains("request number 00201"));
+        assert!(out.contains("request number 00202"));
+        assert!(out.contains("request number 00399"), "tail kept");
+        assert!(out.contains("lines omitted] …"));
+    }
+
+    #[test]
+    fn elision_counts_add_up() {
+        let text = log_with_error_at(300, 100);
+        let out = excerpt(&text, 800, 2);
+        let marker = Regex::new(r"… \[(\d+) lines? omitted\] …").unwrap();
+        let omitted: usize = marker
+            .captures_iter(&out)
+            .map(|c| c[1].parse::<usize>().unwrap())
+            .sum();
+        let kept = out.lines().filter(|l| !marker.is_match(l)).count();
+        assert_eq!(omitted + kept, 300);
+    }
+
+    #[test]
+    fn prefers_later_errors_when_not_all_fit() {
+        let mut lines: Vec<String> = (0..200).map(|i| format!("info line {i:04}")).collect();
+        lines[20] = "ERROR early unrelated warning".into();
+        lines[150] = "FATAL config key PAYMENT_MODE missing".into();
+        let out = excerpt(&lines.join("\n"), 260, 2);
+        assert!(out.chars().count() <= 260);
+        assert!(out.contains("FATAL config key PAYMENT_MODE missing"));
+    }
+
+    #[test]
+    fn never_cuts_inside_a_multibyte_character() {
+        let line = "ошибка: соединение отклонено — ✗✗✗ ".repeat(40);
+        let text = format!("{line}\n{line}\n{line}");
+        for max in [10, 37, 101, 500, 999] {
+            let out = excerpt(&text, max, 2);
+            assert!(
+                out.chars().count() <= max,
+                "max {max}: {}",
+                out.chars().count()
+            );
+            // Slicing on a non-boundary would have panicked; also check it is valid text.
+            assert!(std::str::from_utf8(out.as_bytes()).is_ok());
+        }
+    }
+
+    #[test]
+    fn single_huge_line_is_shortened_not_dropped() {
+        let text = format!("{{\"values\":[{}]}}", "[1,\"0.5\"],".repeat(2_000));
+        let out = excerpt(&text, 500, 2);
+        assert!(out.chars().count() <= 500);
+        assert!(out.starts_with("{\"values\":[[1,\"0.5\"]"));
+        assert!(out.contains("chars omitted"));
+    }
+
+    #[test]
+    fn round_budget_shrinks_later_excerpts() {
+        let limits = ExcerptLimits {
+            per_excerpt_chars: 1_000,
+            per_round_chars: 2_500,
+            context_lines: 2,
+        };
+        let mut budget = RoundBudget::new(limits);
+        let big = log_with_error_at(500, 250);
+        let first = budget.excerpt(&big);
+        let second = budget.excerpt(&big);
+        let third = budget.excerpt(&big);
+        let fourth = budget.excerpt(&big);
+        assert!(first.chars().count() <= 1_000);
+        assert!(second.chars().count() <= 1_000);
+        let spent_before_third = first.chars().count() + second.chars().count();
+        assert!(third.chars().count() <= 2_500 - spent_before_third);
+        assert!(third.contains("ERROR payment gateway refused connection"));
+        assert!(fourth.contains("round evidence budget spent"));
+        assert!(budget.used() <= 2_500);
+        assert_eq!(budget.remaining(), 2_500 - budget.used());
+    }
+
+    #[test]
+    fn round_budget_default_matches_design() {
+        let budget = RoundBudget::default();
+        assert_eq!(budget.remaining(), 40_000);
+        assert_eq!(ExcerptLimits::default().per_excerpt_chars, 3_500);
+    }
+
+    #[test]
+    fn small_text_still_fits_a_nearly_spent_budget() {
+        let mut budget = RoundBudget::new(ExcerptLimits {
+            per_excerpt_chars: 3_500,
+            per_round_chars: 30,
+            context_lines: 2,
+        });
+        assert_eq!(budget.excerpt("OOMKilled"), "OOMKilled");
+    }
+
+    #[test]
+    fn recognises_common_error_lines() {
+        for line in [
+            "panic: runtime error: index out of range",
+            "java.lang.NullPointerException: boom",
+            "Back-off restarting failed container",
+            "dial tcp 10.0.0.1:5432: connect: connection refused",
+            "Exit Code:    137",
+            "sh: wge: not found",
+            "Error: ImagePullBackOff",
+        ] {
+            assert!(is_errorish_line(line), "{line}");
+        }
+        for line in ["INFO started", "GET /healthz 200", "terror-free zone"] {
+            assert!(!is_errorish_line(line), "{line}");
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The `judge` node: is the report grounded enough to post? (ARCHITECTURE.md, invariant 8.)
+//!
+//! Deterministic checks, in order, for every claim of every cause and observation:
+//!
+//! 1. it cites at least one evidence id, and every id exists in this round's evidence;
+//! 2. its quote is non-empty and occurs (after whitespace/case normalisation,
+//!    [`quote_occurs_in`]) in *each* evidence item it cites — an existing id is not enough;
+//!
+//! and for every cause: "confirmed" / "root cause is" language, or the `confirmed` flag, only
+//! when a *verified* finding of the cause's detector cites the same evidence.
+//!
+//! Grounded iff no claim failed and at least one cause is detector-verified. Otherwise the
+//! verdict carries the judge's doubts as questions and the graph routes to `ask`.
+//!
+//! Model seam: with a model configured, the model's verdict is asked only after these checks
+//! pass, and grounded then also requires the model to say so.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use tracing::Instrument;
+
+use crate::detectors::{DetectorKind, Finding};
+use crate::evidence::{Evidence, quote_occurs_in};
+
+use super::report::{Cause, Report, UnsupportedClaim, Verdict};
+use super::state::{IncidentState, IncidentUpdate};
+use super::summarise::around;
+
+/// Most questions in a verdict (and in a round).
+pub const MAX_QUESTIONS: usize = 3;
+
+/// Language that presents a cause as established.
+static CERTAIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(confirmed|root[ -]cause\s+(is|was|:)|definitely|certainly|proven)\b")
+        .expect("static regex")
+});
+
+/// The judge node's body.
+pub async fn judge(state: &IncidentState) -> IncidentUpdate {
+    let span = tracing::info_span!(
+        "incident.judge",
+        grounded = tracing::field::Empty,
+        unsupported = tracing::field::Empty
+    );
+    async {
+        let verdict = match &state.report {
+            Some(report) => judge_report(report, &state.evidence, &state.findings, state),
+            None => Verdict {
+                grounded: false,
+                reason: "no report was written".to_string(),
+                ..Verdict::default()
+            },
+        };
+        let current = tracing::Span::current();
+        current.record("grounded", verdict.grounded);
+        current.record("unsupported", verdict.unsupported_claims.len());
+        IncidentUpdate::default().verdict(Some(verdict))
+    }
+    .instrument(span)
+    .await
+}
+
+/// Checks `report` against the round's evidence and findings.
+pub fn judge_report(
+    report: &Report,
+    evidence: &[Evidence],
+    findings: &[Finding],
+    state: &IncidentState,
+) -> Verdict {
+    let mut unsupported = Vec::new();
+    for claim in report.claims() {
+        if let Err(reason) = check_claim(&claim.evidence, &claim.quote, evidence) {
+            unsupported.push(UnsupportedClaim {
+                statement: claim.statement.clone(),
+                reason,
+            });
+        }
+    }
+    let mut verified = Vec::new();
+    let all = (report.causes.iter().map(|c| (c, true)))
+        .chain(report.observations.iter().map(|c| (c, false)));
+    for (cause, is_cause) in all {
+        let backed = detector_verified(cause, findings);
+        let claims_certainty = cause.confirmed
+            || CERTAIN.is_match(&cause.statement)
+            || cause.claims.iter().any(|c| CERTAIN.is_match(&c.statement));
+        if claims_certainty && !backed {
+            unsupported.push(UnsupportedClaim {
+                statement: cause.statement.clone(),
+                reason: "presented as confirmed, but no verified detector finding backs it"
+                    .to_string(),
+            });
+        }
+        if backed && is_cause {
+            verified.push(cause);
+        }
+    }
+
+    let grounded = unsupported.is_empty() && !verified.is_empty();
+    let reason = if grounded {
+        let detectors: Vec<String> = verified
+            .iter()
+            .filter_map(|c| c.detector.map(|d| d.to_string()))
+            .collect();
+        format!(
+            "{} detector-verified cause(s) ({}); all {} claim(s) quote the evidence they cite",
+            verified.len(),
+            detectors.join(", "),
+            report.claims().count()
+        )
+    } else if !unsupported.is_empty() {
+        format!(
+            "{} claim(s) not supported by the evidence they cite",
+            unsupported.len()
+        )
+    } else if report.causes.is_empty() {
+        "no cause found in the evidence".to_string()
+    } else {
+        "no suspected cause is verified by a detector".to_string()
+    };
+    let questions = if grounded {
+        Vec::new()
+    } else {
+        doubts(report, state)
+    };
+    Verdict {
+        grounded,
+        unsupported_claims: unsupported,
+        questions,
+        reason,
+    }
+}
+
+/// Invariant 8 for one claim.
+pub fn check_claim(
+    ids: &[crate::evidence::EvidenceId],
+    quote: &str,
+    evidence: &[Evidence],
+) -> Result<(), String> {
+    if ids.is_empty() {
+        return Err("cites no evidence".to_string());
+    }
+    if quote.trim().is_empty() {
+        return Err("has no quote".to_string());
+    }
+    for id in ids {
+        let Some(item) = evidence.iter().find(|e| e.id == *id) else {
+            return Err(format!("cites {id}, which does not exist"));
+        };
+        if !quote_occurs_in(quote, &item.excerpt) {
+            return Err(format!("its quote does not occur in {id}"));
+        }
+    }
+    Ok(())
+}
+
+/// A cause is detector-verified when a verified finding of its detector cites evidence the
+/// cause's claims also cite.
+fn detector_verified(cause: &Cause, findings: &[Finding]) -> bool {
+    let Some(detector) = cause.detector else {
+        return false;
+    };
+    findings
+        .iter()
+        .filter(|f| f.detector == detector && f.verified)
+        .any(|f| {
+            f.refs.iter().any(|r| {
+                cause
+                    .claims
+                    .iter()
+                    .any(|c| c.evidence.contains(&r.evidence))
+            })
+        })
+}
+
+/// The judge's doubts about the causes it could not accept, as questions for the thread.
+fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
+    let when = around(&state.alert);
+    let target = &state.alert.target;
+    let mut questions = Vec::new();
+    for cause in report.causes.iter().filter(|c| !c.confirmed) {
+        let question = match cause.detector {
+            Some(DetectorKind::DeployInWindow) => format!(
+                "{} — was that change meant to touch what `{}` measures? Rolling it back would \
+                 confirm or rule it out.",
+                cause.statement,
+                target.alertname.as_deref().unwrap_or("the alert")
+            ),
+            Some(DetectorKind::ConfigError) => {
+                match cause.statement.strip_prefix("Missing configuration: ") {
+                    Some(key) => format!("Did anything change in {key}'s config {when}?"),
+                    None => format!(
+                        "Did anything change in the configuration of `{}` {when}?",
+                        target.workload.as_deref().unwrap_or("the workload")
+                    ),
+                }
+            }
+            Some(DetectorKind::DependencyError) => format!(
+                "{} — is that dependency down or being changed {when}, or is this noise?",
+                cause.statement
+            ),
+            Some(DetectorKind::CertificateError) => {
+                format!("Was a certificate for this service renewed or rotated {when}?")
+            }
+            _ => format!(
+                "The evidence suggests \"{}\" but does not prove it: does that match what you see?",
+                cause.statement
+            ),
+        };
+        questions.push(question);
+    }
+    if report.causes.is_empty()
+        && let Some(symptom) = report.observations.first()
+    {
+        questions.push(match symptom.detector {
+            Some(DetectorKind::CrashLoop | DetectorKind::ExitCode) => format!(
+                "{} but no log line says why: did anything change in its image, config or \
+                 dependencies {when}?",
+                symptom.statement
+            ),
+            _ => format!(
+                "{} with no cause in the evidence: did anything change {when} (a deploy, a \
+                 config or feature-flag change, traffic, a dependency)?",
+                symptom.statement
+            ),
+        });
+    }
+    questions.truncate(MAX_QUESTIONS);
+    questions
+}

@@ -1,0 +1,70 @@
+//! firstline-investigation: one round of first-level analysis, deterministic at its core — the
+//! incident graph, its nodes, and everything they read and check.
+//!
+//! ```text
+//! START ─▶ investigate ─┐
+//! START ─▶ recall ──────┴─(join)─▶ summarise ─▶ judge ─▶ END | ask ─▶ END
+//! ```
+//!
+//! - [`graph`]: the wiring on `firstline-graph`, [`build_incident_graph`], [`RECURSION_LIMIT`],
+//!   [`run_round`]; [`state`]: [`IncidentState`] and its reducers.
+//! - [`investigate`](mod@investigate): the fixed steps through an [`tools::EvidenceSource`],
+//!   evidence `E1…`, then the [`detectors`] that turn evidence into cited findings.
+//! - [`recall`](mod@recall): similar past incidents in Postgres (full text + identifiers).
+//! - [`summarise`](mod@summarise) and [`next_steps`]: the report from templates.
+//! - [`judge`](mod@judge): every claim's quote occurs in the evidence it cites, and "confirmed"
+//!   only for a detector-verified cause; the verdict. [`ask`](mod@ask): up to three questions.
+//! - [`report`]: the report and verdict types; [`render`]: Markdown and the stored result.
+//! - [`evidence`]: evidence ids, digests, the quote check; [`excerpt`]: tool output bounded to
+//!   excerpts within a per-round budget; [`redact`]: secrets removed from untrusted text.
+//! - [`tools`]: the capability interface and the MCP tool layer behind it (allowlisted, bounded,
+//!   redacted, audited, cached by digest).
+//!
+//! Each node is a plain async function with a deterministic body; a model plugs in inside those
+//! functions, behind the seams their docs name. The crate knows nothing of Temporal or Slack: the
+//! worker's activities run it, `firstline investigate` and `firstline eval` run it directly.
+//!
+//! ```no_run
+//! # async fn example<E: firstline_investigation::tools::EvidenceSource>(source: E) {
+//! use std::sync::Arc;
+//! use firstline_investigation::*;
+//! use firstline_model::ThreadContext;
+//!
+//! let graph = build_incident_graph(Arc::new(source), None, GraphOptions::default())
+//!     .expect("the incident graph is well-formed");
+//! let input = IncidentState::new(
+//!     AlertInput::parse("[FIRING:1] KubePodCrashLooping …", None),
+//!     ThreadContext::for_team("T0123"),
+//! );
+//! let done = run_round(&graph, input).await.expect("round");
+//! println!("{}", render_markdown(&done));
+//! # }
+//! ```
+
+pub mod ask;
+pub mod detectors;
+pub mod evidence;
+pub mod excerpt;
+pub mod graph;
+pub mod investigate;
+pub mod judge;
+pub mod next_steps;
+pub mod recall;
+pub mod redact;
+pub mod render;
+pub mod report;
+pub mod state;
+pub mod summarise;
+pub mod tools;
+
+pub use graph::{
+    GraphOptions, NodeTimeouts, RECURSION_LIMIT, build_incident_graph, node, run_round,
+};
+pub use investigate::InvestigateOptions;
+pub use recall::{PriorIncident, RecallOptions};
+pub use render::{RoundResult, render_markdown};
+pub use report::{Cause, Claim, Report, UnsupportedClaim, Verdict};
+pub use state::{AlertInput, IncidentState, IncidentUpdate, Missing, MissingKind, Usage};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+//! The round's outcome as posted text (Slack mrkdwn-flavoured Markdown; Block Kit comes with
+//! the bot) and as JSON.
+//!
+//! Grounded: headline, cause(s) with confidence and detector, the evidence quotes with their
+//! ids (`E3: "…"`), what else was seen, what is missing, next steps, similar incidents.
+//! Not grounded: headline, the questions, then what was seen and what is missing.
+//!
+//! Evidence text is untrusted: only short quotes (≤ 200 characters) are shown, never whole
+//! excerpts, and every piece of text that came from outside is escaped for Slack (`&`, `<`,
+//! `>`), so a log line cannot ping `<!channel>` or forge a link.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::detectors::{Confidence, Finding};
+use crate::evidence::Evidence;
+
+use super::recall::memory;
+use super::report::{Cause, Claim, Report, Verdict};
+use super::state::{IncidentState, Missing, MissingKind, Usage};
+use super::summarise::short_quote;
+
+/// Most prior incidents and observations shown.
+const MAX_LISTED: usize = 3;
+/// Most quotes shown under one cause (all of its claims are judged).
+const MAX_QUOTES_PER_CAUSE: usize = 3;
+
+/// Everything a round produced, as stored (`rounds.result`) and printed by `--json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundResult {
+    pub grounded: bool,
+    /// The text that would be posted.
+    pub text: String,
+    pub report: Option<Report>,
+    pub verdict: Option<Verdict>,
+    pub questions: Vec<String>,
+    pub findings: Vec<Finding>,
+    pub evidence: Vec<Evidence>,
+    pub missing: Vec<Missing>,
+    pub usage: Usage,
+}
+
+impl RoundResult {
+    /// The result of a finished round.
+    pub fn from_state(state: &IncidentState) -> Self {
+        Self {
+            grounded: state.grounded(),
+            text: render_markdown(state),
+            report: state.report.clone(),
+            verdict: state.verdict.clone(),
+            questions: state.questions.clone(),
+            findings: state.findings.clone(),
+            evidence: state.evidence.clone(),
+            missing: state.missing.clone(),
+            usage: state.usage,
+        }
+    }
+}
+
+/// The text posted to the thread for a finished round.
+pub fn render_markdown(state: &IncidentState) -> String {
+    let Some(report) = &state.report else {
+        return "*Firstline could not write a report for this alert.*\n".to_string();
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "*{}*", escape(&report.headline));
+    if state.grounded() {
+        let mut shown = Vec::new();
+        for cause in &report.causes {
+            out.push('\n');
+            write_cause(&mut out, cause, &mut shown);
+        }
+        write_observations(&mut out, "Also seen", &report.observations);
+    } else {
+        out.push_str("\nNo cause could be confirmed from the evidence yet.\n");
+        if !state.questions.is_empty() {
+            out.push_str("\n*Questions*\n");
+            for (i, question) in state.questions.iter().enumerate() {
+                let _ = writeln!(out, "{}. {}", i + 1, escape(question));
+            }
+        }
+        let seen: Vec<Cause> = report
+            .causes
+            .iter()
+            .chain(&report.observations)
+            .cloned()
+            .collect();
+        write_observations(&mut out, "Seen, not confirmed", &seen);
+    }
+    write_missing(&mut out, &report.missing);
+    if !report.next_steps.is_empty() {
+        out.push_str("\n*Next steps*\n");
+        for (i, step) in report.next_steps.iter().enumerate() {
+            let _ = writeln!(out, "{}. {}", i + 1, escape(step));
+        }
+    }
+    if !report.similar.is_empty() {
+        out.push_str("\n*Seen before*\n");
+        for prior in report.similar.iter().take(MAX_LISTED) {
+            let title = match &prior.incident.permalink {
+                Some(link) if is_plain_url(link) => {
+                    format!("<{link}|{}>", escape(&prior.incident.title))
+                }
+                _ => escape(&prior.incident.title),
+            };
+            let _ = writeln!(
+                out,
+                "• {title} (score {:.2}, matched on {}): {} Fix: {}",
+                prior.score,
+                prior.matched_on.join(", "),
+                escape(&short_quote(&prior.incident.root_cause)),
+                escape(&short_quote(&prior.incident.resolution)),
+            );
+        }
+    }
+    out
+}
+
+/// Writes a cause with its quotes, skipping quotes an earlier cause already showed.
+fn write_cause<'a>(out: &mut String, cause: &'a Cause, shown: &mut Vec<&'a Claim>) {
+    let label = if cause.confirmed {
+        "Cause"
+    } else {
+        "Suspected cause"
+    };
+    let how = if cause.confirmed {
+        "confirmed by"
+    } else {
+        "suggested by"
+    };
+    let detector = cause
+        .detector
+        .map_or("no detector".to_string(), |d| format!("the `{d}` detector"));
+    let _ = writeln!(
+        out,
+        "*{label}* ({} confidence, {how} {detector}): {}",
+        confidence(cause.confidence),
+        escape(&cause.statement)
+    );
+    let _ = writeln!(out, "{}", escape(&cause.detail));
+    let fresh: Vec<&Claim> = cause
+        .claims
+        .iter()
+        .filter(|claim| {
+            !shown
+                .iter()
+                .any(|s| s.evidence == claim.evidence && s.quote == claim.quote)
+        })
+        .take(MAX_QUOTES_PER_CAUSE)
+        .collect();
+    for claim in fresh {
+        let _ = writeln!(out, "{}", quote_line(claim));
+        shown.push(claim);
+    }
+}
+
+/// `> E3: "…"`.
+fn quote_line(claim: &Claim) -> String {
+    let ids: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
+    format!("> {}: \"{}\"", ids.join(", "), escape(&claim.quote))
+}
+
+fn write_observations(out: &mut String, title: &str, causes: &[Cause]) {
+    if causes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n*{title}*");
+    for cause in causes.iter().take(MAX_LISTED) {
+        let detector = cause
+            .detector
+            .map_or(String::new(), |d| format!(", `{d}` detector"));
+        let _ = writeln!(
+            out,
+            "• {} ({} confidence{detector})",
+            escape(&cause.statement),
+            confidence(cause.confidence)
+        );
+        if let Some(claim) = cause.claims.first() {
+            let _ = writeln!(out, "  {}", quote_line(claim));
+        }
+    }
+}
+
+fn write_missing(out: &mut String, missing: &[Missing]) {
+    if missing.is_empty() {
+        return;
+    }
+    out.push_str("\n*Not checked*\n");
+    for item in missing {
+        if item.capability == memory() {
+            let _ = writeln!(out, "• Past incidents: {}", escape(&item.reason));
+            continue;
+        }
+        let how = match item.kind {
+            MissingKind::Failed => "could not be read",
+            MissingKind::Skipped => "skipped",
+        };
+        let _ = writeln!(
+            out,
+            "• {} {how}: {}",
+            capitalise(item.capability.label()),
+            escape(&item.reason)
+        );
+    }
+}
+
+fn confidence(c: Confidence) -> &'static str {
+    match c {
+        Confidence::High => "high",
+        Confidence::Medium => "medium",
+        Confidence::Low => "low",
+    }
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Slack's three control characters, escaped; newlines flattened so a value stays one line.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_plain_url(link: &str) -> bool {
+    (link.starts_with("https://") || link.starts_with("http://"))
+        && !link.contains(['<', '>', '|', ' ', '\n'])
+}

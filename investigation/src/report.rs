@@ -1,0 +1,95 @@
+//! The report a round produces and the judge's verdict on it: plain data, serialisable, shared
+//! by `summarise` (writes the report), `judge` (checks it), `ask` and the renderers.
+//!
+//! A report makes *claims*; every claim cites evidence ids and carries a short verbatim quote
+//! (ARCHITECTURE.md, invariant 8). Claims hang off *findings* — a suspected cause or an observation —
+//! so a reader sees which detector supports what, and with which lines.
+
+use serde::{Deserialize, Serialize};
+
+use crate::detectors::{Confidence, DetectorKind};
+use crate::evidence::EvidenceId;
+
+use super::recall::PriorIncident;
+use super::state::Missing;
+
+/// Longest quote a report carries (characters). Evidence text is untrusted: quotes stay short
+/// and the post never pastes whole excerpts.
+pub const MAX_REPORT_QUOTE_CHARS: usize = 200;
+
+/// What `summarise` wrote.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// What happened, in one line, from the alert.
+    pub headline: String,
+    /// Suspected causes, strongest first: detector-verified causes, then suspicions.
+    pub causes: Vec<Cause>,
+    /// Symptoms the evidence shows that explain nothing by themselves (a crash loop, a metric
+    /// step): context for the reader.
+    pub observations: Vec<Cause>,
+    /// What could not be checked.
+    pub missing: Vec<Missing>,
+    /// Concrete next steps, per finding.
+    pub next_steps: Vec<String>,
+    /// Similar past incidents in this workspace.
+    pub similar: Vec<PriorIncident>,
+}
+
+impl Report {
+    /// Every claim of every cause and observation, in report order.
+    pub fn claims(&self) -> impl Iterator<Item = &Claim> {
+        self.causes
+            .iter()
+            .chain(&self.observations)
+            .flat_map(|c| c.claims.iter())
+    }
+}
+
+/// A suspected cause or an observation, with the detector that supports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// One line: what the evidence shows.
+    pub statement: String,
+    /// One or two sentences of detail.
+    pub detail: String,
+    /// The supporting detector; `None` for a cause no detector found (a model's hypothesis).
+    pub detector: Option<DetectorKind>,
+    pub confidence: Confidence,
+    /// The report presents this as confirmed. The judge accepts that only when a verified
+    /// finding of `detector` backs it.
+    pub confirmed: bool,
+    /// The lines that show it.
+    pub claims: Vec<Claim>,
+}
+
+/// One claim: a statement, the evidence it cites and a verbatim quote from that evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub statement: String,
+    /// The evidence cited. The quote must occur in each of them.
+    pub evidence: Vec<EvidenceId>,
+    /// Verbatim (after whitespace/case normalisation) from the cited evidence; ≤
+    /// [`MAX_REPORT_QUOTE_CHARS`].
+    pub quote: String,
+}
+
+/// The judge's decision.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Post the report (true) or ask the thread (false).
+    pub grounded: bool,
+    /// Claims that failed a check, with why.
+    pub unsupported_claims: Vec<UnsupportedClaim>,
+    /// Up to three questions the judge raises about its doubts (the `ask` node adds the ones
+    /// about missing evidence).
+    pub questions: Vec<String>,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+/// A claim the judge rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnsupportedClaim {
+    pub statement: String,
+    pub reason: String,
+}

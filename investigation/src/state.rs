@@ -1,0 +1,167 @@
+//! The incident graph's state: what one round works on, key by key, with each key's reducer.
+//!
+//! The graph runtime folds node updates into [`IncidentState`] at the end of every super-step.
+//! `investigate` and `recall` run in the same step, so every key both may write is an *append*
+//! or *fold* key (evidence, missing, findings, usage); the rest have one writer each. The state
+//! is serde-serialisable because the runtime's checkpoints of it are stored in Postgres.
+
+use std::ops::AddAssign;
+
+use chrono::{DateTime, Utc};
+use firstline_graph::{graph_state, sum};
+use serde::{Deserialize, Serialize};
+
+use crate::detectors::Finding;
+use crate::evidence::{Capability, Evidence, MissingEvidence};
+use firstline_alert::{AlertTarget, parse_alert};
+use firstline_model::ThreadContext;
+
+use super::recall::PriorIncident;
+use super::report::{Report, Verdict};
+
+graph_state! {
+    /// One round of the incident graph. Build the input with [`IncidentState::new`].
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct IncidentState {
+        /// The alert: raw text and what was parsed from it. Input; no node writes it.
+        pub alert: AlertInput,
+        /// The thread so far (earlier rounds, open questions, human answers). Input.
+        pub context: ThreadContext,
+        /// Evidence items `E1…`, in the order the tools were called.
+        pub evidence: Vec<Evidence> = append,
+        /// What could not be checked, and why.
+        pub missing: Vec<Missing> = append,
+        /// Similar past incidents (written by `recall` only).
+        pub prior_incidents: Vec<PriorIncident>,
+        /// Detector findings over the evidence, ranked.
+        pub findings: Vec<Finding> = append,
+        /// The summary (`summarise`).
+        pub report: Option<Report>,
+        /// Whether the report is grounded enough to post (`judge`).
+        pub verdict: Option<Verdict>,
+        /// Up to three questions for the thread when the report is not grounded (`ask`).
+        pub questions: Vec<String>,
+        /// Tool calls, model calls and tokens spent by all nodes.
+        pub usage: Usage = fold(sum),
+    }
+    /// A partial update of [`IncidentState`], returned by one node.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub struct IncidentUpdate;
+}
+
+impl IncidentState {
+    /// The input of a round: the alert and what the thread already knows.
+    pub fn new(alert: AlertInput, context: ThreadContext) -> Self {
+        Self {
+            alert,
+            context,
+            ..Self::default()
+        }
+    }
+
+    /// True when the judge said the report may be posted.
+    pub fn grounded(&self) -> bool {
+        self.verdict.as_ref().is_some_and(|v| v.grounded)
+    }
+}
+
+/// The alert message and its parse.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AlertInput {
+    /// The message as posted (untrusted text).
+    pub text: String,
+    /// What [`parse_alert`] made of it.
+    pub target: AlertTarget,
+    /// When the message was posted; the alert window falls back to it when the alert carries
+    /// no start time.
+    pub posted_at: Option<DateTime<Utc>>,
+}
+
+impl AlertInput {
+    /// Parses `text`. Never fails: what the text does not say is in `target.unknown`.
+    pub fn parse(text: impl Into<String>, posted_at: Option<DateTime<Utc>>) -> Self {
+        let text = text.into();
+        let target = parse_alert(&text);
+        Self {
+            text,
+            target,
+            posted_at,
+        }
+    }
+
+    /// When the alert window is anchored: the alert's start, else when it was posted.
+    pub fn anchor(&self) -> Option<DateTime<Utc>> {
+        self.target.starts_at.or(self.posted_at)
+    }
+}
+
+/// Something the investigation wanted but does not have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Missing {
+    /// What was wanted.
+    pub capability: Capability,
+    /// Why it is missing, in words an on-call engineer can act on.
+    pub reason: String,
+    /// Whether it was asked for and failed, or never asked for.
+    pub kind: MissingKind,
+}
+
+/// Why a piece of evidence is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingKind {
+    /// Asked for; the source could not answer (error, timeout, refusal, not configured).
+    Failed,
+    /// Not asked for: the alert did not say what to ask about (no pod, no namespace, …).
+    Skipped,
+}
+
+impl Missing {
+    /// A step not taken because the alert lacks its target.
+    pub fn skipped(capability: Capability, reason: impl Into<String>) -> Self {
+        Self {
+            capability,
+            reason: reason.into(),
+            kind: MissingKind::Skipped,
+        }
+    }
+
+    /// A request the source could not answer.
+    pub fn failed(capability: Capability, reason: impl Into<String>) -> Self {
+        Self {
+            capability,
+            reason: reason.into(),
+            kind: MissingKind::Failed,
+        }
+    }
+}
+
+impl From<MissingEvidence> for Missing {
+    fn from(missing: MissingEvidence) -> Self {
+        Self::failed(missing.capability, missing.reason)
+    }
+}
+
+/// What a round spent. Summed over nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Evidence requests made (each one tool call or cache hit).
+    pub tool_calls: u32,
+    /// Model calls (zero without a model).
+    pub model_calls: u32,
+    /// Prompt tokens sent to the model (zero without a model).
+    pub prompt_tokens: u64,
+    /// Completion tokens the model returned (zero without a model).
+    pub completion_tokens: u64,
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.tool_calls = self.tool_calls.saturating_add(other.tool_calls);
+        self.model_calls = self.model_calls.saturating_add(other.model_calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
+    }
+}

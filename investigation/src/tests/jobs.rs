@@ -1,0 +1,272 @@
+//! A failed Kubernetes Job: the Job is described, its pods are found by `job-name`, and the
+//! current logs and events of the newest failed ones are read.
+
+use std::sync::Arc;
+
+use super::fake::FakeSource;
+use super::*;
+use crate::detectors::DetectorKind;
+use crate::investigate::{InvestigateOptions, failed_job_pods, investigate};
+use crate::tools::CapabilityRequest;
+
+const JOB_ALERT: &str = "\
+[FIRING:1] KubeJobFailed (batch/nightly-report)
+*Alert:* Job failed to complete. - `warning`
+*Details:*
+  • *alertname:* `KubeJobFailed`
+  • *job_name:* `nightly-report`
+  • *namespace:* `batch`
+  • *severity:* `warning`
+  • *startsAt:* `2025-03-04T02:10:00Z`
+";
+
+const JOB_DESCRIBE: &str = "\
+Name:             nightly-report
+Namespace:        batch
+Backoff Limit:    2
+Pods Statuses:    0 Active (0 Ready) / 0 Succeeded / 3 Failed
+Events:
+  Type     Reason                Age   From            Message
+  ----     ------                ----  ----            -------
+  Normal   SuccessfulCreate      9m    job-controller  Created pod: nightly-report-aaaaa
+  Warning  BackoffLimitExceeded  2m    job-controller  Job has reached the specified backoff limit
+";
+
+/// A `kubectl get pods --show-labels` table of the whole namespace: three failed pods of the
+/// job (the oldest must not be read), a neighbour failing for its own reasons, and a running pod.
+const POD_TABLE: &str = "\
+NAME                   READY   STATUS             RESTARTS        AGE   LABELS
+nightly-report-aaaaa   0/1     Error              0               9m    batch.kubernetes.io/job-name=nightly-report,job-name=nightly-report
+nightly-report-bbbbb   0/1     Error              0               5m    batch.kubernetes.io/job-name=nightly-report,job-name=nightly-report
+nightly-report-ccccc   0/1     Error              0               1h2m  job-name=nightly-report
+nightly-report-x       0/1     CrashLoopBackOff   7 (1m ago)      3d    app=nightly-report-x
+web-5d8f-qq1         1/1     Running            0               2d    app=web
+";
+
+const POD_LOG: &str = "\
+starting nightly report
+ERROR dial tcp 10.0.0.7:5432: connect: connection refused (host reports-db:5432)
+";
+
+fn job_world() -> FakeSource {
+    FakeSource::new()
+        .serve(Capability::WorkloadDescribe, JOB_DESCRIBE)
+        .serve(Capability::PodList, POD_TABLE)
+        .serve(Capability::PodLogsCurrent, POD_LOG)
+        .serve(Capability::Events, "No resources found in batch namespace.")
+}
+
+#[test]
+fn a_job_alert_names_the_job_as_its_workload() {
+    let state = input(JOB_ALERT);
+    let target = &state.alert.target;
+    assert_eq!(target.workload.as_deref(), Some("nightly-report"));
+    assert_eq!(target.workload_kind.as_deref(), Some("Job"));
+    assert_eq!(target.pod, None);
+}
+
+#[tokio::test]
+async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
+    let source = job_world();
+    let state = input(JOB_ALERT);
+    let update = investigate(&source, &state, &InvestigateOptions::default()).await;
+
+    let requests = source.requests();
+    let pod_request = |pod: &str, previous| CapabilityRequest::PodLogs {
+        namespace: "batch".into(),
+        pod: pod.into(),
+        container: None,
+        previous,
+        tail_lines: InvestigateOptions::default().tail_lines,
+    };
+    let events = |object: &str| CapabilityRequest::Events {
+        namespace: "batch".into(),
+        object: Some(object.into()),
+    };
+    assert_eq!(
+        requests,
+        [
+            CapabilityRequest::WorkloadDescribe {
+                namespace: "batch".into(),
+                kind: "Job".into(),
+                name: "nightly-report".into(),
+            },
+            CapabilityRequest::PodList {
+                namespace: "batch".into(),
+                label_selector: "job-name=nightly-report".into(),
+            },
+            // Newest failed pod first, at most two; the neighbour is not the job's.
+            pod_request("nightly-report-bbbbb", false),
+            events("nightly-report-bbbbb"),
+            pod_request("nightly-report-aaaaa", false),
+            events("nightly-report-aaaaa"),
+            events("nightly-report"),
+        ]
+    );
+
+    // Deterministic ids in call order.
+    let ids: Vec<(String, Capability)> = update
+        .evidence
+        .iter()
+        .map(|e| (e.id.to_string(), e.capability.clone()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("E1".to_string(), Capability::WorkloadDescribe),
+            ("E2".to_string(), Capability::PodList),
+            ("E3".to_string(), Capability::PodLogsCurrent),
+            ("E4".to_string(), Capability::Events),
+            ("E5".to_string(), Capability::PodLogsCurrent),
+            ("E6".to_string(), Capability::Events),
+            ("E7".to_string(), Capability::Events),
+        ]
+    );
+
+    // The Job's own failure and the dependency its pods could not reach.
+    let findings = &update.findings;
+    let job_failed = findings
+        .iter()
+        .find(|f| f.detector == DetectorKind::JobFailed)
+        .unwrap_or_else(|| panic!("no job-failed finding in {findings:#?}"));
+    assert!(
+        job_failed.title.contains("BackoffLimitExceeded"),
+        "{job_failed:?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.detector == DetectorKind::DependencyError && f.title.contains("reports-db")),
+        "{findings:#?}"
+    );
+    // The neighbour's CrashLoopBackOff in the pod list is not reported.
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f.detector == DetectorKind::CrashLoop),
+        "{findings:#?}"
+    );
+
+    // Every step not taken is recorded with its reason.
+    let skipped = |capability: Capability, needle: &str| {
+        update
+            .missing
+            .iter()
+            .any(|m| m.capability == capability && m.reason.contains(needle))
+    };
+    assert!(skipped(Capability::PodLogsCurrent, "only the newest 2"));
+    assert!(skipped(
+        Capability::PodLogsPrevious,
+        "not restarted in place"
+    ));
+    assert!(skipped(Capability::DeployHistory, "no rollout history"));
+    assert!(skipped(Capability::PodDescribe, "pods listed instead"));
+}
+
+#[tokio::test]
+async fn a_job_whose_pods_cannot_be_listed_records_why_no_log_was_read() {
+    let source = FakeSource::new()
+        .serve(Capability::WorkloadDescribe, JOB_DESCRIBE)
+        .fail(Capability::PodList, "pods_list_in_namespace is not allowed");
+    let update = investigate(&source, &input(JOB_ALERT), &InvestigateOptions::default()).await;
+    assert!(
+        !source
+            .requests()
+            .iter()
+            .any(|r| matches!(r, CapabilityRequest::PodLogs { .. }))
+    );
+    assert!(
+        update
+            .missing
+            .iter()
+            .any(|m| m.capability == Capability::PodList)
+    );
+    assert!(
+        update
+            .missing
+            .iter()
+            .any(|m| m.capability == Capability::PodLogsCurrent
+                && m.reason.contains("could not be listed"))
+    );
+}
+
+#[tokio::test]
+async fn a_whole_round_on_a_failed_job_cites_the_backoff_limit() {
+    let source = Arc::new(job_world());
+    let done = run(&source, JOB_ALERT).await;
+    let report = done.report.as_ref().expect("report");
+    let text = format!("{report:?}");
+    assert!(text.contains("BackoffLimitExceeded"), "{text}");
+    assert!(text.contains("reports-db"), "{text}");
+    // A Job's failed runs are separate pods: no `--previous` advice.
+    let posted = crate::render_markdown(&done);
+    assert!(!posted.contains("--previous"), "{posted}");
+}
+
+#[test]
+fn failed_job_pods_reads_tables_and_yaml_lists() {
+    assert_eq!(
+        failed_job_pods(POD_TABLE, "nightly-report"),
+        [
+            "nightly-report-bbbbb",
+            "nightly-report-aaaaa",
+            "nightly-report-ccccc"
+        ]
+    );
+    // Without labels, membership is by name.
+    let plain = "\
+NAME                   READY   STATUS      RESTARTS   AGE
+nightly-report-aaaaa   0/1     Error       0          9m
+nightly-report-bbbbb   0/1     Completed   0          5m
+other-1                0/1     Error       0          1m
+";
+    assert_eq!(
+        failed_job_pods(plain, "nightly-report"),
+        ["nightly-report-aaaaa"]
+    );
+
+    // kubernetes-mcp-server's YAML list (labelSelector already applied).
+    let yaml = "\
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    creationTimestamp: \"2025-03-04T02:01:00Z\"
+    labels:
+      job-name: nightly-report
+    name: nightly-report-aaaaa
+    namespace: batch
+  spec:
+    containers:
+    - name: report
+  status:
+    phase: Failed
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    creationTimestamp: \"2025-03-04T02:05:00Z\"
+    labels:
+      job-name: nightly-report
+    name: nightly-report-bbbbb
+    namespace: batch
+  spec:
+    containers:
+    - name: report
+  status:
+    phase: Failed
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    creationTimestamp: \"2025-03-04T02:09:00Z\"
+    labels:
+      job-name: nightly-report
+    name: nightly-report-ccccc
+  status:
+    phase: Running
+";
+    assert_eq!(
+        failed_job_pods(yaml, "nightly-report"),
+        ["nightly-report-bbbbb", "nightly-report-aaaaa"]
+    );
+    assert!(failed_job_pods("", "nightly-report").is_empty());
+    assert!(failed_job_pods("[]", "nightly-report").is_empty());
+}

@@ -1,0 +1,388 @@
+//! Real peers in the loop: scenarios investigated through the *real* servers an
+//! operator runs, not the lab MCP server.
+//!
+//! - Kubernetes: the real `kubernetes-mcp-server` (npm 0.0.67, `--read-only --list-output
+//!   yaml`) against the lab's fake Kubernetes API server.
+//! - Metrics: the real Prometheus (Debian 2.42) with the scenario's series backfilled by
+//!   `promtool`, through the real `prometheus-mcp-server` (PyPI 1.6.2).
+//!
+//! Firstline's tool layer is configured with the `kubernetes-mcp-server` and
+//! `prometheus-mcp-server` profiles, as in production; the incident graph runs in-process with
+//! no database. The servers come from `scripts/setup`: when one is missing these tests FAIL and
+//! say to run it. Every child process is killed (with its process group) when its guard drops,
+//! and every wait is bounded.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use firstline_config::{McpServerSettings, McpSettings};
+use firstline_investigation::tools::{CallScope, McpTools};
+use firstline_investigation::{
+    AlertInput, GraphOptions, IncidentState, build_incident_graph, render_markdown, run_round,
+};
+use firstline_lab::Scenario;
+use firstline_lab::peers::{
+    KubeApiHandle, McpPeer, PeerTools, PrometheusPeer, serve_kube_api, start_kubernetes_mcp,
+    start_prometheus, start_prometheus_mcp,
+};
+use firstline_model::ThreadContext;
+
+/// The whole round (servers up, graph run) must finish within this.
+const ROUND_LIMIT: Duration = Duration::from_secs(180);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("investigation/ has a parent")
+        .to_path_buf()
+}
+
+fn tools() -> PeerTools {
+    PeerTools::locate(&repo_root()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn server(name: &str, url: &str, profile: &str) -> McpServerSettings {
+    McpServerSettings {
+        name: name.into(),
+        url: Some(url.into()),
+        profile: Some(profile.into()),
+        call_timeout_secs: Some(20),
+        connect_timeout_secs: Some(20),
+        ..Default::default()
+    }
+}
+
+/// The real Kubernetes side: the fake API server and kubernetes-mcp-server in front of it.
+struct Kube {
+    api: KubeApiHandle,
+    mcp: McpPeer,
+}
+
+async fn kube(tools: &PeerTools, scenario: &Scenario, dir: &Path) -> Kube {
+    let api = serve_kube_api(scenario.clone(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("fake Kubernetes API listens");
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig, "default")
+        .expect("kubeconfig written");
+    let mcp = start_kubernetes_mcp(tools, &kubeconfig, dir)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Kube { api, mcp }
+}
+
+/// The real metrics side: Prometheus with the series, and prometheus-mcp-server.
+struct Prom {
+    prometheus: PrometheusPeer,
+    mcp: McpPeer,
+}
+
+async fn prom(tools: &PeerTools, scenario: &Scenario, dir: &Path) -> Prom {
+    let prometheus = start_prometheus(tools, scenario, dir)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mcp = start_prometheus_mcp(tools, &prometheus.url(), dir)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Prom { prometheus, mcp }
+}
+
+struct Outcome {
+    state: IncidentState,
+    text: String,
+    posted: bool,
+}
+
+async fn investigate(scenario: &Scenario, servers: Vec<McpServerSettings>) -> Outcome {
+    let settings = McpSettings {
+        servers,
+        ..Default::default()
+    };
+    let tools = McpTools::from_settings(&settings, None).expect("tool settings are valid");
+    let round = tools.round(CallScope::adhoc(format!("real-peers-{}", scenario.name)));
+    let graph = build_incident_graph(Arc::new(round), None, GraphOptions::default())
+        .expect("the incident graph compiles");
+    let input = IncidentState::new(
+        AlertInput::parse(scenario.alert_text(), Some(scenario.alert_at)),
+        ThreadContext::default(),
+    );
+    let state = run_round(&graph, input).await.expect("the round runs");
+    tools.shutdown().await;
+    let text = render_markdown(&state);
+    let posted = state.grounded();
+    Outcome {
+        state,
+        text,
+        posted,
+    }
+}
+
+fn assert_expected(scenario: &Scenario, outcome: &Outcome) {
+    let check = scenario.spec.expect.check(&outcome.text, outcome.posted);
+    assert!(
+        check.passed(),
+        "{}: {check:?}\nposted: {}\n{}\nmissing: {:#?}",
+        scenario.name,
+        outcome.posted,
+        outcome.text,
+        outcome.state.missing
+    );
+}
+
+/// The evidence tools, as `server/tool`.
+fn evidence_tools(outcome: &Outcome) -> Vec<String> {
+    outcome
+        .state
+        .evidence
+        .iter()
+        .map(|e| format!("{}/{}", e.server, e.tool))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashloop_through_the_real_kubernetes_mcp_server() {
+    let tools = tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = Scenario::load(&repo_root().join("lab/scenarios/crashloop-config-exit-78"))
+        .expect("the crash-loop scenario loads");
+    let work = async {
+        let kube = kube(&tools, &scenario, dir.path()).await;
+        let outcome = investigate(
+            &scenario,
+            vec![server("k8s", &kube.mcp.url, "kubernetes-mcp-server")],
+        )
+        .await;
+        (kube, outcome)
+    };
+    let (kube, outcome) = tokio::time::timeout(ROUND_LIMIT, work)
+        .await
+        .expect("the round finished in time");
+    let requests = kube.api.requests();
+    eprintln!(
+        "{}\n--- Kubernetes API requests ---\n{}",
+        outcome.text,
+        requests.join("\n")
+    );
+    for e in &outcome.state.evidence {
+        let head: String = e.excerpt.chars().take(700).collect();
+        eprintln!(
+            "--- {} {}/{} {} ---\n{head}",
+            e.id, e.server, e.tool, e.args
+        );
+    }
+
+    assert_expected(&scenario, &outcome);
+    let used = evidence_tools(&outcome);
+    for tool in ["k8s/pods_get", "k8s/pods_log", "k8s/events_list"] {
+        assert!(used.iter().any(|u| u == tool), "{tool} not in {used:?}");
+    }
+    // The real server asked the fake API for exactly this world.
+    let pod = "/api/v1/namespaces/payments/pods/payments-api-6d8f7b9c4-x2x7q";
+    assert!(
+        requests.iter().any(|r| r == &format!("GET {pod}")),
+        "{requests:#?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.starts_with(&format!("GET {pod}/log?")) && r.contains("previous=true")),
+        "{requests:#?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.starts_with("GET /api/v1/namespaces/payments/events?")
+                && r.contains("involvedObject.name")),
+        "{requests:#?}"
+    );
+    let previous = outcome
+        .state
+        .evidence
+        .iter()
+        .find(|e| e.tool == "pods_log" && e.args["previous"] == true)
+        .expect("the previous log is evidence");
+    assert!(
+        previous.excerpt.contains("PAYMENT_MODE is not set"),
+        "{}",
+        previous.excerpt
+    );
+    kube.api.shutdown().await;
+    drop(kube.mcp);
+}
+
+/// A metric-driven incident: a rollout inside the alert window and the 5xx ratio stepping up
+/// two minutes later. The alert carries its expression (Alertmanager's Graph link); the series
+/// is a recording-rule gauge so Prometheus answers it from the backfilled values as they are.
+const ERROR_RATE_SCENARIO: &str = r#"
+description: checkout 5.3.0 rolls out and the 5xx ratio steps from 0.2% to 9%.
+alert:
+  integration: alertmanager
+  at: -2m
+  text: |
+    [FIRING:1] CheckoutHighErrorRate (checkout shop critical)
+    *Alert:* checkout 5xx ratio above 5% for 5 minutes - `critical`
+    *Graph:* <http://prometheus.monitoring:9090/graph?g0.expr=service%3Ahttp_5xx_ratio%3Arate5m%7Bnamespace%3D%22shop%22%2Cservice%3D%22checkout%22%7D&g0.tab=1|:chart_with_upwards_trend:>
+    *Details:*
+      • *alertname:* `CheckoutHighErrorRate`
+      • *deployment:* `checkout`
+      • *namespace:* `shop`
+      • *service:* `checkout`
+      • *severity:* `critical`
+    Starts at: {{at}}
+pods:
+  - name: checkout-6c9f7d8b5-8kq2w
+    namespace: shop
+    node: worker-eu-1a-2
+    deployment: checkout
+    created: -11m
+    containers:
+      - {name: checkout, image: "registry.example.com/shop/checkout:5.3.0", state: {running: {startedAt: -11m}}}
+deployments:
+  - name: checkout
+    namespace: shop
+    replicas: 2
+    revisions:
+      - image: registry.example.com/shop/checkout:5.2.1
+        created: -6d
+      - image: registry.example.com/shop/checkout:5.3.0
+        created: -11m
+        change_cause: "deploy checkout 5.3.0 (new tax-rate client)"
+events:
+  - reason: ScalingReplicaSet
+    message: Scaled up replica set checkout-6c9f7d8b5 to 2 from 1
+    involvedObject: {kind: Deployment, name: checkout, namespace: shop}
+    at: -10m
+metrics:
+  - query: 'service:http_5xx_ratio:rate5m{namespace="shop",service="checkout"}'
+    step: {before: 0.002, after: 0.09, at: -9m}
+expect:
+  verdict: post
+  must_mention: [["5.3.0"], ["deploy"]]
+  must_not_mention: ["OOMKilled", "crash-looping"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_rate_step_through_real_prometheus_and_prometheus_mcp_server() {
+    let tools = tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("error-rate-step.yaml");
+    std::fs::write(&file, ERROR_RATE_SCENARIO).expect("scenario written");
+    let scenario = Scenario::load(&file).expect("the error-rate scenario loads");
+    let work = async {
+        let kube = kube(&tools, &scenario, dir.path()).await;
+        let prom = prom(&tools, &scenario, dir.path()).await;
+        let outcome = investigate(
+            &scenario,
+            vec![
+                server("k8s", &kube.mcp.url, "kubernetes-mcp-server"),
+                server("prom", &prom.mcp.url, "prometheus-mcp-server"),
+            ],
+        )
+        .await;
+        (kube, prom, outcome)
+    };
+    let (kube, prom, outcome) = tokio::time::timeout(ROUND_LIMIT, work)
+        .await
+        .expect("the round finished in time");
+    eprintln!(
+        "{}\n--- promtool ---\n{}\n--- Kubernetes API requests ---\n{}",
+        outcome.text,
+        prom.prometheus.backfill_output,
+        kube.api.requests().join("\n")
+    );
+
+    assert_expected(&scenario, &outcome);
+    let used = evidence_tools(&outcome);
+    assert!(
+        used.iter().any(|u| u == "prom/execute_range_query"),
+        "{used:?}"
+    );
+    let metric = outcome
+        .state
+        .evidence
+        .iter()
+        .find(|e| e.tool == "execute_range_query")
+        .expect("the metric is evidence");
+    // Real Prometheus' answer, relayed by the real server: the backfilled step, as strings.
+    assert!(
+        metric.excerpt.contains("\"0.002\"") && metric.excerpt.contains("\"0.09\""),
+        "{}",
+        metric.excerpt
+    );
+    assert!(
+        outcome
+            .state
+            .findings
+            .iter()
+            .any(|f| format!("{:?}", f.detector) == "MetricStepChange"),
+        "{:#?}",
+        outcome.state.findings
+    );
+    kube.api.shutdown().await;
+    drop((kube.mcp, prom));
+}
+
+/// The same real server as an MCP stdio child of the tool layer (the production `command`
+/// form), answering the previous-log capability from the fake API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubernetes_mcp_server_as_a_stdio_child() {
+    use firstline_investigation::tools::{CapabilityRequest, EvidenceSource, Fetched};
+    let tools = tools();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = Scenario::load(&repo_root().join("lab/scenarios/crashloop-config-exit-78"))
+        .expect("the crash-loop scenario loads");
+    let api = serve_kube_api(scenario, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("fake Kubernetes API listens");
+    let kubeconfig = dir.path().join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig, "default")
+        .expect("kubeconfig written");
+    let settings = McpSettings {
+        servers: vec![McpServerSettings {
+            name: "k8s".into(),
+            command: Some(tools.kubernetes_mcp_server.display().to_string()),
+            args: firstline_lab::peers::kubernetes_mcp_stdio_args(&kubeconfig),
+            profile: Some("kubernetes-mcp-server".into()),
+            call_timeout_secs: Some(20),
+            connect_timeout_secs: Some(20),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let layer = McpTools::from_settings(&settings, None).expect("tool settings are valid");
+    let round = layer.round(CallScope::adhoc("real-peers-stdio"));
+    let fetched = tokio::time::timeout(
+        Duration::from_secs(60),
+        round.fetch(CapabilityRequest::PodLogs {
+            namespace: "payments".into(),
+            pod: "payments-api-6d8f7b9c4-x2x7q".into(),
+            container: Some("api".into()),
+            previous: true,
+            tail_lines: 50,
+        }),
+    )
+    .await
+    .expect("the call finished in time");
+    layer.shutdown().await;
+    match fetched {
+        Fetched::Found(output) => {
+            assert_eq!(output.tool, "pods_log");
+            assert!(
+                output.text.contains("PAYMENT_MODE is not set"),
+                "{}",
+                output.text
+            );
+        }
+        Fetched::Missing(missing) => panic!("missing: {}", missing.reason),
+    }
+    assert!(
+        api.requests().iter().any(|r| r.contains("/log?")
+            && r.contains("previous=true")
+            && r.contains("tailLines=50")),
+        "{:#?}",
+        api.requests()
+    );
+    api.shutdown().await;
+}

@@ -1,0 +1,30 @@
+//! firstline-model: the words every other crate shares, and nothing else.
+//!
+//! A Slack event becomes rows, a Kafka record, an outbox row and a Temporal signal; a round reads
+//! the thread back. The types those steps hand each other live here, so the crates that produce
+//! them and the crates that consume them never have to import each other:
+//!
+//! - [`thread`]: [`ThreadKey`], the unit of an incident conversation (workflow id, Kafka key).
+//! - [`message`]: the versioned Kafka record of every recorded message and the outbox's wake-up.
+//! - [`round`]: the round workflow's input ([`Trigger`]) and its `mention` signal.
+//! - [`context`]: what a round knows of its thread ([`ThreadContext`]).
+//! - [`limits`]: the default bounds of a round, shared by the settings and the workflow.
+//! - [`reactions`]: the emoji names the bot and the worker put on messages.
+//! - [`faults`]: the named pause points of the crash tests.
+//! - [`text`]: cutting text to a character budget.
+//!
+//! This crate knows nothing of Slack's API, Postgres, Temporal or MCP: plain serde types only.
+
+pub mod context;
+pub mod faults;
+pub mod limits;
+pub mod message;
+pub mod reactions;
+pub mod round;
+pub mod text;
+pub mod thread;
+
+pub use context::{ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
+pub use message::{MESSAGE_SCHEMA, MessageRecord, WakeRecord};
+pub use round::{MentionSignal, Trigger};
+pub use thread::ThreadKey;

@@ -1,0 +1,236 @@
+//! How the stand-in tells the bot about a message, exactly as Slack does: an `event_callback`
+//! carrying the message as posted (text, blocks, attachments, metadata), plus `app_mention` when
+//! the bot is mentioned (its own event id, the same ts), either POSTed to the Events API URL with
+//! a valid `v0` signature — retried up to 3 times with `X-Slack-Retry-Num` when the bot does not
+//! answer 2xx within 3 s — or pushed over a connected Socket Mode websocket.
+
+use super::state::{APP_ID, Author, BOT_USER_ID, Message, TEAM_ID, Workspace};
+use crate::signing;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Slack's delivery deadline.
+const ACK_DEADLINE: Duration = Duration::from_secs(3);
+/// Slack retries a failed delivery this many times.
+const RETRIES: u32 = 3;
+
+/// Where events go.
+#[derive(Debug)]
+pub struct Deliverer {
+    secret: String,
+    events_url: Mutex<Option<String>>,
+    sockets: Mutex<Vec<mpsc::UnboundedSender<Value>>>,
+    client: Client<HttpConnector, Full<Bytes>>,
+    retry_delay: Duration,
+}
+
+impl Deliverer {
+    /// Delivers events signed with `secret` to `events_url` (if any). `retry_delay` spaces
+    /// retries (Slack: ~1 min; the stand-in: short, so tests and dev stay quick).
+    pub fn new(secret: &str, events_url: Option<String>, retry_delay: Duration) -> Self {
+        Self {
+            secret: secret.to_string(),
+            events_url: Mutex::new(events_url),
+            sockets: Mutex::new(Vec::new()),
+            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
+            retry_delay,
+        }
+    }
+
+    /// Points HTTP delivery at `url`.
+    pub fn set_events_url(&self, url: Option<String>) {
+        *self.events_url.lock().unwrap_or_else(|p| p.into_inner()) = url;
+    }
+
+    /// Registers a Socket Mode connection; events go to sockets while any is connected.
+    pub fn add_socket(&self, socket: mpsc::UnboundedSender<Value>) {
+        self.sockets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(socket);
+    }
+
+    /// How many Socket Mode connections are open now.
+    pub fn sockets_connected(&self) -> usize {
+        self.open_sockets().len()
+    }
+
+    /// The Socket Mode connections still open; closed ones are forgotten.
+    fn open_sockets(&self) -> Vec<mpsc::UnboundedSender<Value>> {
+        let mut sockets = self.sockets.lock().unwrap_or_else(|p| p.into_inner());
+        sockets.retain(|s| !s.is_closed());
+        sockets.clone()
+    }
+
+    /// The event payloads Slack sends for `message` in `channel`.
+    pub fn payloads(workspace: &Workspace, channel: &str, message: &Message) -> Vec<Value> {
+        let mut event = json!({
+            "type": "message",
+            "channel": channel,
+            "text": message.text,
+            "ts": message.ts,
+            "event_ts": message.ts,
+            "channel_type": "channel",
+            "team": TEAM_ID,
+        });
+        if let Some(thread_ts) = &message.thread_ts {
+            event["thread_ts"] = json!(thread_ts);
+        }
+        // Like Slack: message events carry the blocks and attachments as posted, and the metadata
+        // when there is some.
+        if let Some(blocks) = &message.blocks {
+            event["blocks"] = blocks.clone();
+        }
+        if let Some(attachments) = &message.attachments {
+            event["attachments"] = attachments.clone();
+        }
+        if let Some(metadata) = &message.metadata {
+            event["metadata"] = metadata.clone();
+        }
+        let mut mentions_bot = false;
+        match &message.author {
+            Author::User { user } => {
+                event["user"] = json!(user);
+                event["client_msg_id"] = json!(uuid::Uuid::new_v4().to_string());
+                mentions_bot = message.text.contains(&format!("<@{BOT_USER_ID}"));
+            }
+            Author::Bot {
+                bot_id,
+                app_id,
+                user,
+                username,
+            } => {
+                event["subtype"] = json!("bot_message");
+                event["bot_id"] = json!(bot_id);
+                event["app_id"] = json!(app_id);
+                event["username"] = json!(username);
+                if let Some(user) = user {
+                    event["user"] = json!(user);
+                }
+            }
+        }
+        let mut payloads = vec![wrap(workspace, event.clone())];
+        if mentions_bot {
+            let mut mention = json!({
+                "type": "app_mention",
+                "user": event["user"],
+                "text": message.text,
+                "ts": message.ts,
+                "event_ts": message.ts,
+                "channel": channel,
+                "team": TEAM_ID,
+            });
+            if let Some(thread_ts) = &message.thread_ts {
+                mention["thread_ts"] = json!(thread_ts);
+            }
+            payloads.push(wrap(workspace, mention));
+        }
+        payloads
+    }
+
+    /// The `reaction_added` (or `reaction_removed`) payload for `user`'s reaction `name` on
+    /// message `ts` in `channel`, written by `item_user`.
+    pub fn reaction_payload(
+        workspace: &Workspace,
+        added: bool,
+        channel: &str,
+        ts: &str,
+        name: &str,
+        user: &str,
+        item_user: Option<&str>,
+    ) -> Value {
+        let mut event = json!({
+            "type": if added { "reaction_added" } else { "reaction_removed" },
+            "user": user,
+            "reaction": name,
+            "item": {"type": "message", "channel": channel, "ts": ts},
+            "event_ts": workspace.next_ts(),
+        });
+        if let Some(item_user) = item_user {
+            event["item_user"] = json!(item_user);
+        }
+        wrap(workspace, event)
+    }
+
+    /// Sends `payload` to the bot in the background.
+    pub fn send(self: &std::sync::Arc<Self>, payload: Value) {
+        if let Some(socket) = self.open_sockets().first() {
+            let _ = socket.send(payload);
+            return;
+        }
+        let url = self
+            .events_url
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(url) = url {
+            let this = self.clone();
+            tokio::spawn(async move { this.post_with_retries(&url, payload).await });
+        }
+    }
+
+    async fn post_with_retries(&self, url: &str, payload: Value) {
+        let body = payload.to_string();
+        for attempt in 0..=RETRIES {
+            if attempt > 0 {
+                tokio::time::sleep(self.retry_delay).await;
+            }
+            match self.post(url, &body, attempt).await {
+                Ok(()) => return,
+                Err(e) => tracing::debug!(attempt, error = %e, "stand-in: event delivery failed"),
+            }
+        }
+        tracing::warn!(
+            url,
+            "stand-in: event not delivered after retries (Slack would give up too)"
+        );
+    }
+
+    /// One signed POST, like Slack's (retry headers from the second attempt on).
+    pub async fn post(&self, url: &str, body: &str, attempt: u32) -> Result<(), String> {
+        let mut request = hyper::Request::post(url).header("content-type", "application/json");
+        for (name, value) in signing::headers(&self.secret, signing::now(), body.as_bytes()) {
+            request = request.header(name, value);
+        }
+        if attempt > 0 {
+            request = request
+                .header("x-slack-retry-num", attempt.to_string())
+                .header("x-slack-retry-reason", "http_timeout");
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| e.to_string())?;
+        match tokio::time::timeout(ACK_DEADLINE, self.client.request(request)).await {
+            Ok(Ok(response)) if response.status().is_success() => Ok(()),
+            Ok(Ok(response)) => Err(format!("HTTP {}", response.status())),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no answer within 3 s".into()),
+        }
+    }
+}
+
+fn wrap(workspace: &Workspace, event: Value) -> Value {
+    json!({
+        "token": "standin-verification-token",
+        "team_id": TEAM_ID,
+        "api_app_id": APP_ID,
+        "event": event,
+        "type": "event_callback",
+        "event_id": workspace.next_event_id(),
+        "event_time": chrono::Utc::now().timestamp(),
+        "authorizations": [{
+            "team_id": TEAM_ID,
+            "user_id": BOT_USER_ID,
+            "is_bot": true,
+            "is_enterprise_install": false
+        }],
+        "is_ext_shared_channel": false,
+    })
+}

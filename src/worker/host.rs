@@ -1,0 +1,256 @@
+//! The round worker: polls the `incident-analysis` task queue and runs the round workflow
+//! (`firstline-workflows`) and its activities (`firstline-activities`), with `/healthz` and
+//! `/metrics` on `worker.listen`.
+//!
+//! Shutdown is explicit: when `cancel` fires the worker stops polling, gives in-flight
+//! activities `worker.shutdown_grace_secs` to finish, then cancels them so Temporal hands them to
+//! another worker (a cancelled `run_graph` resumes there from its last stored checkpoint).
+//!
+//! The SDK's worker future is not `Send`: [`start_worker`] returns a handle whose
+//! [`WorkerHandle::run`] is awaited on the caller's task (the binary's main thread).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use firstline_activities::{Activities, Deps, round_policy};
+use firstline_config::Settings;
+use firstline_investigation::GraphOptions;
+use firstline_investigation::tools::McpTools;
+use firstline_model::faults;
+use firstline_slack::SlackApi;
+use firstline_workflows::IncidentRound;
+use futures::FutureExt;
+use metrics_exporter_prometheus::PrometheusHandle;
+use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
+use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
+use temporalio_sdk::{Runtime, Worker, WorkerOptions};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Deadline for connecting to Temporal at start-up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Deadline of each Slack Web API call.
+const SLACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the worker could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Store(#[from] firstline_store::StoreError),
+    #[error("MCP tools: {0}")]
+    Tools(String),
+    #[error("temporal.address `{0}` is not a URL")]
+    Address(String),
+    #[error("connecting to Temporal at {address}: {reason}")]
+    Temporal { address: String, reason: String },
+    #[error("worker.listen {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("temporal worker: {0}")]
+    Worker(String),
+}
+
+/// A started worker: connected, registered, serving `/healthz`; call [`WorkerHandle::run`].
+pub struct WorkerHandle {
+    worker: Worker,
+    cancel: CancellationToken,
+    healthy: Arc<AtomicBool>,
+    /// Where `/healthz` and `/metrics` listen.
+    pub http_addr: SocketAddr,
+    tools: McpTools,
+    pool: sqlx::PgPool,
+    _runtime: Runtime,
+}
+
+/// Connects to Postgres and Temporal and registers the workflow and activities.
+pub async fn start_worker(
+    settings: &Settings,
+    cancel: CancellationToken,
+) -> Result<WorkerHandle, WorkerError> {
+    let pool = firstline_store::connect(&settings.database).await?;
+    let tools = McpTools::from_settings(&settings.mcp, Some(pool.clone()))
+        .map_err(|e| WorkerError::Tools(e.to_string()))?
+        .with_actor(format!("firstline-worker@{}", std::process::id()))
+        .with_after_call(Arc::new(|| faults::pause(faults::TOOL_AFTER_CALL).boxed()));
+    let slack = Arc::new(SlackApi::new(
+        &settings.slack.api_url,
+        &settings.slack.bot_token,
+        SLACK_TIMEOUT,
+    ));
+    let activities = Activities::new(Deps {
+        pool: pool.clone(),
+        tools: tools.clone(),
+        slack,
+        graph: GraphOptions::default(),
+        policy: round_policy(&settings.round),
+        context_chars: settings.round.context_chars,
+    });
+
+    let address = &settings.temporal.address;
+    let url: Url = address
+        .parse()
+        .map_err(|_| WorkerError::Address(address.clone()))?;
+    let temporal = |reason: String| WorkerError::Temporal {
+        address: address.clone(),
+        reason,
+    };
+    let connection = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        Connection::connect(
+            ConnectionOptions::new(url)
+                .identity(format!("firstline-worker@{}", std::process::id()))
+                .build(),
+        ),
+    )
+    .await
+    .map_err(|_| temporal(format!("no answer within {CONNECT_TIMEOUT:?}")))?
+    .map_err(|e| temporal(e.to_string()))?;
+    let client = Client::new(
+        connection,
+        ClientOptions::new(settings.temporal.namespace.clone()).build(),
+    )
+    .map_err(|e| temporal(e.to_string()))?;
+    let runtime = Runtime::from_current_tokio(Default::default())
+        .map_err(|e| WorkerError::Worker(e.to_string()))?;
+    let tuner = TunerHolder::builder()
+        .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(
+            settings.worker.max_concurrent_workflow_tasks,
+        ))
+        .activity_task_slot_supplier(FixedSizeSlotSupplier::new(
+            settings.worker.max_concurrent_activities,
+        ))
+        .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(1))
+        .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(1))
+        .build();
+    let options = WorkerOptions::new(settings.temporal.task_queue.clone())
+        .register_workflow::<IncidentRound>()
+        .map_err(|e| WorkerError::Worker(e.to_string()))?
+        .register_activities(activities)
+        .tuner(tuner)
+        .graceful_shutdown_period(Duration::from_secs(settings.worker.shutdown_grace_secs))
+        .max_heartbeat_throttle_interval(heartbeat_throttle(
+            settings.round.run_graph_heartbeat_secs,
+        ))
+        .build();
+    let worker =
+        Worker::new(&runtime, client, options).map_err(|e| WorkerError::Worker(e.to_string()))?;
+
+    let healthy = Arc::new(AtomicBool::new(false));
+    let http_addr = serve_http(
+        &settings.worker.listen,
+        Arc::clone(&healthy),
+        crate::telemetry::metrics(),
+        cancel.clone(),
+    )
+    .await?;
+    Ok(WorkerHandle {
+        worker,
+        cancel,
+        healthy,
+        http_addr,
+        tools,
+        pool,
+        _runtime: runtime,
+    })
+}
+
+impl WorkerHandle {
+    /// Runs until the cancellation token fires, then shuts down gracefully.
+    pub async fn run(mut self) -> Result<(), WorkerError> {
+        let shutdown = self.worker.shutdown_handle();
+        let cancel = self.cancel.clone();
+        let healthy = Arc::clone(&self.healthy);
+        healthy.store(true, Ordering::SeqCst);
+        tracing::info!(queue = %self.worker.task_queue(), "worker polling");
+        let watcher = async move {
+            cancel.cancelled().await;
+            healthy.store(false, Ordering::SeqCst);
+            tracing::info!("worker shutting down: finishing in-flight tasks");
+            shutdown();
+        };
+        let (result, ()) = futures::join!(self.worker.run(), watcher);
+        self.healthy.store(false, Ordering::SeqCst);
+        self.tools.shutdown().await;
+        self.pool.close().await;
+        result.map_err(|e| WorkerError::Worker(e.to_string()))
+    }
+}
+
+#[derive(Clone)]
+struct HttpState {
+    healthy: Arc<AtomicBool>,
+    metrics: Option<PrometheusHandle>,
+}
+
+async fn serve_http(
+    listen: &str,
+    healthy: Arc<AtomicBool>,
+    metrics: Option<PrometheusHandle>,
+    cancel: CancellationToken,
+) -> Result<SocketAddr, WorkerError> {
+    let listen_error = |source| WorkerError::Listen {
+        addr: listen.to_string(),
+        source,
+    };
+    let listener = TcpListener::bind(listen).await.map_err(listen_error)?;
+    let addr = listener.local_addr().map_err(listen_error)?;
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(render_metrics))
+        .with_state(HttpState { healthy, metrics });
+    tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { cancel.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "worker http server stopped");
+        }
+    });
+    Ok(addr)
+}
+
+async fn healthz(State(state): State<HttpState>) -> (StatusCode, &'static str) {
+    if state.healthy.load(Ordering::SeqCst) {
+        (StatusCode::OK, "ok\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not polling\n")
+    }
+}
+
+async fn render_metrics(State(state): State<HttpState>) -> (StatusCode, String) {
+    match &state.metrics {
+        Some(handle) => (StatusCode::OK, handle.render()),
+        None => (
+            StatusCode::NOT_FOUND,
+            "metrics recorder not installed\n".into(),
+        ),
+    }
+}
+
+/// How often at most the SDK sends `run_graph`'s heartbeats. Its default, 0.8 × the heartbeat
+/// timeout, leaves a busy worker a fifth of the timeout before the server gives the attempt up
+/// as lost; a third of it keeps two heartbeats in every timeout window.
+fn heartbeat_throttle(heartbeat_timeout_secs: u64) -> Duration {
+    (Duration::from_secs(heartbeat_timeout_secs) / 3).max(Duration::from_secs(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heartbeat_throttle;
+    use std::time::Duration;
+
+    #[test]
+    fn heartbeats_go_out_at_least_every_third_of_the_timeout_but_not_more_than_once_a_second() {
+        assert_eq!(heartbeat_throttle(30), Duration::from_secs(10));
+        assert_eq!(heartbeat_throttle(5), Duration::from_secs(5) / 3);
+        assert_eq!(heartbeat_throttle(2), Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,49 @@
+//! `rounds`: one row per committed round. The worker writes them (`commit_round`) and reads them
+//! back for the next round's context; the bot reads the latest ones when a resolution turns the
+//! thread into an incident.
+//!
+//! Beside the whole result (`result` jsonb, the worker's own format), a round stores the outline
+//! others read as typed columns — headline, first cause, posted text — so a reader never digs
+//! into the worker's JSON by path.
+
+use sqlx::PgConnection;
+
+/// What a round said, in brief.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct RoundOutline {
+    /// The report's one-line headline.
+    pub headline: String,
+    /// The strongest suspected cause, when the report had one.
+    pub cause: Option<String>,
+    /// The text posted to the thread.
+    pub text: String,
+    /// Whether the judge let it post a summary.
+    pub grounded: bool,
+}
+
+/// The thread's latest round, and its latest grounded round (often the same one).
+pub async fn latest_outlines(
+    conn: &mut PgConnection,
+    thread_id: i64,
+) -> Result<(Option<RoundOutline>, Option<RoundOutline>), sqlx::Error> {
+    let latest: Option<RoundOutline> = sqlx::query_as(
+        "SELECT headline, cause, text, grounded FROM rounds
+          WHERE thread_id = $1 ORDER BY number DESC LIMIT 1",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let grounded = match &latest {
+        Some(round) if round.grounded => Some(round.clone()),
+        _ => {
+            sqlx::query_as(
+                "SELECT headline, cause, text, grounded FROM rounds
+                  WHERE thread_id = $1 AND grounded ORDER BY number DESC LIMIT 1",
+            )
+            .bind(thread_id)
+            .fetch_optional(&mut *conn)
+            .await?
+        }
+    };
+    Ok((latest, grounded))
+}

@@ -1,0 +1,49 @@
+//! The round's activities as the workflow calls them: names, inputs and outputs, and nothing
+//! else. The SDK's `#[activity_definitions]` makes these declarations callable from workflow
+//! code; `firstline-activities` implements each one against the definition here
+//! (`#[activity(definition = …)]`), so a renamed activity or a changed payload type fails to
+//! compile there instead of failing on the wire.
+
+use temporalio_common::ActivityError;
+use temporalio_macros::activity_definitions;
+
+use crate::types::*;
+
+/// The round's five activities.
+pub struct RoundActivities;
+
+#[activity_definitions]
+impl RoundActivities {
+    /// The thread rebuilt from Postgres, the guards' inputs and the worker's limits.
+    #[activity(name = "load_context")]
+    pub fn load_context(_input: LoadContextInput) -> Result<RoundContext, ActivityError> {
+        unimplemented!()
+    }
+
+    /// The incident graph, checkpointed after every super-step; heartbeats once per step.
+    #[activity(name = "run_graph")]
+    pub fn run_graph(_input: RunGraphInput) -> Result<GraphOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// Round, evidence and claims in one transaction, idempotent on (thread, round).
+    #[activity(name = "commit_round")]
+    pub fn commit_round(_input: CommitInput) -> Result<CommitOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// The reply in the thread, posted once whatever fails.
+    #[activity(name = "post_to_thread")]
+    pub fn post_to_thread(_input: PostInput) -> Result<PostOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// A short note in the thread when a round ran out of retries.
+    #[activity(name = "post_failure")]
+    pub fn post_failure(_input: FailureInput) -> Result<PostOutcome, ActivityError> {
+        unimplemented!()
+    }
+}
+
+/// The activities' marker types, for implementations to name with `#[activity(definition = …)]`.
+pub use round_activities::{CommitRound, LoadContext, PostFailure, PostToThread, RunGraph};
