@@ -6,6 +6,7 @@
 use crate::service::Service;
 use firstline_bot::{Parts, Running};
 use firstline_config::Settings;
+use firstline_config::env_var;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
@@ -86,7 +87,8 @@ pub async fn start_for_dev(
         .await
         .map_err(|e| {
             anyhow::anyhow!(
-                "cannot start the Slack stand-in on {listen}: {e} (set FIRSTLINE_SLACK__STANDIN_PORT to another port, 0 for any)"
+                "cannot start the Slack stand-in on {listen}: {e} (set {} to another port, 0 for any)",
+                env_var("slack.standin_port")
             )
         })?;
         settings.slack.bot_token = SecretString::new(DEV_BOT_TOKEN);

@@ -8,9 +8,9 @@
 //! bot token is configured, and the lab MCP server serving `dev.lab_scenario` when no MCP server
 //! is configured); `--no-bot` runs the stack alone, `--demo` posts the lab scenario's alert into
 //! the stand-in's #incidents once everything is up, so its round shows in the stand-in's page.
-//! The embedder joins when its issue lands.
 
 use crate::service::StopSignals;
+use firstline_config::env_var;
 use firstline_config::{DatabaseSettings, Settings};
 use firstline_lab::scenario::Scenario;
 use firstline_lab::server::LabHandle;
@@ -158,12 +158,17 @@ async fn prepare_database(
 
 /// The settings other processes need to use this stack, as `FIRSTLINE_*` assignments.
 fn env_lines(addresses: &Addresses) -> String {
-    format!(
-        "FIRSTLINE_DATABASE__URL={}\nFIRSTLINE_TEMPORAL__ADDRESS={}\nFIRSTLINE_KAFKA__BROKERS={}\n",
-        addresses.database_url(DATABASE).expose(),
-        addresses.temporal_address(),
-        addresses.kafka_brokers(),
-    )
+    [
+        (
+            "database.url",
+            addresses.database_url(DATABASE).expose().to_string(),
+        ),
+        ("temporal.address", addresses.temporal_address()),
+        ("kafka.brokers", addresses.kafka_brokers()),
+    ]
+    .iter()
+    .map(|(key, value)| format!("{}={value}\n", env_var(key)))
+    .collect()
 }
 
 fn print_ready(addresses: &Addresses, stack: &Stack, env_file: &std::path::Path) {
@@ -205,8 +210,10 @@ async fn start_lab(
         Err(e) => {
             eprintln!(
                 "warning: no lab scenario at {} ({e}); rounds will run without MCP tools \
-                 (set FIRSTLINE_DEV__LAB_DIR / FIRSTLINE_DEV__LAB_SCENARIO)",
-                dir.display()
+                 (set {} / {})",
+                dir.display(),
+                env_var("dev.lab_dir"),
+                env_var("dev.lab_scenario")
             );
             return None;
         }

@@ -5,6 +5,7 @@
 //! running it checks the addresses that dev wrote to `<state_dir>/env`; otherwise the configured
 //! ones. Exit code 1 when anything fails.
 
+use firstline_config::env_var;
 use firstline_config::{DatabaseUrl, Settings};
 use firstline_stack::ports::{self, PortSetting};
 use firstline_stack::tools::Tools;
@@ -68,17 +69,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         }
         None => {
             for (port, purpose, setting) in [
-                (
-                    dev.postgres_port,
-                    "PostgreSQL",
-                    "FIRSTLINE_DEV__POSTGRES_PORT",
-                ),
-                (
-                    dev.temporal_port,
-                    "Temporal",
-                    "FIRSTLINE_DEV__TEMPORAL_PORT",
-                ),
-                (dev.kafka_port, "Kafka", "FIRSTLINE_DEV__KAFKA_PORT"),
+                (dev.postgres_port, "PostgreSQL", "dev.postgres_port"),
+                (dev.temporal_port, "Temporal", "dev.temporal_port"),
+                (dev.kafka_port, "Kafka", "dev.kafka_port"),
             ] {
                 match ports::resolve(PortSetting {
                     port,
@@ -117,15 +110,15 @@ fn adopt_dev_addresses(settings: &mut Settings) {
         return;
     };
     for line in contents.lines() {
-        match line.split_once('=') {
-            Some(("FIRSTLINE_DATABASE__URL", value)) => {
-                settings.database.url = DatabaseUrl::new(value)
-            }
-            Some(("FIRSTLINE_TEMPORAL__ADDRESS", value)) => {
-                settings.temporal.address = value.to_string()
-            }
-            Some(("FIRSTLINE_KAFKA__BROKERS", value)) => settings.kafka.brokers = value.to_string(),
-            _ => {}
+        let Some((name, value)) = line.split_once('=') else {
+            continue;
+        };
+        if name == env_var("database.url") {
+            settings.database.url = DatabaseUrl::new(value);
+        } else if name == env_var("temporal.address") {
+            settings.temporal.address = value.to_string();
+        } else if name == env_var("kafka.brokers") {
+            settings.kafka.brokers = value.to_string();
         }
     }
 }
@@ -186,7 +179,10 @@ async fn check_temporal(report: &mut Report, address: &str, tools: Option<&Tools
         Ok(()) => report.ok("temporal", format!("{address} {answer}")),
         Err(e) => report.fail(
             "temporal",
-            format!("{address}: {e} (start `firstline dev`, or set FIRSTLINE_TEMPORAL__ADDRESS)"),
+            format!(
+                "{address}: {e} (start `firstline dev`, or set {})",
+                env_var("temporal.address")
+            ),
         ),
     }
 }
@@ -202,7 +198,10 @@ async fn check_kafka(report: &mut Report, brokers: &str) {
         Ok(()) => report.ok("kafka", format!("{first} answers ApiVersions")),
         Err(e) => report.fail(
             "kafka",
-            format!("{first}: {e} (start `firstline dev`, or set FIRSTLINE_KAFKA__BROKERS)"),
+            format!(
+                "{first}: {e} (start `firstline dev`, or set {})",
+                env_var("kafka.brokers")
+            ),
         ),
     }
 }

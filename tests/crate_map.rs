@@ -61,8 +61,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("firstline-bench-ingest", &["firstline-slack"]),
 ];
 
-/// Libraries that do I/O; none may be in the workflow crate's tree.
-const NOT_IN_WORKFLOWS: &[&str] = &["sqlx", "rmcp", "reqwest", "slack-morphism", "rdkafka"];
+/// Libraries that do I/O, and the crates that read configuration or reach outside systems; none
+/// may be in the workflow crate's tree.
+const NOT_IN_WORKFLOWS: &[&str] = &[
+    "sqlx",
+    "rmcp",
+    "reqwest",
+    "slack-morphism",
+    "rdkafka",
+    "figment",
+    "firstline-config",
+    "firstline-store",
+    "firstline-slack",
+    "firstline-investigation",
+];
 
 /// This machine's target triple: dependencies for other platforms are neither downloaded nor
 /// built here, and `cargo metadata --offline` cannot resolve them.

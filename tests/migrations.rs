@@ -293,20 +293,26 @@ async fn round_outlines_are_backfilled_from_rounds_committed_before_they_existed
            INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result)
                VALUES (1, 1, 'w', 'r', now(), true,
                        '{"text": "posted", "report": {"headline": "h", "causes": [{"statement": "c"}]}}'),
-                      (1, 2, 'w', 'r', now(), false, '{"text": "asked", "report": null}');"#,
+                      (1, 2, 'w', 'r', now(), false,
+                       '{"text": "asked", "report": null, "questions": ["which pod?", "which env?"]}');"#,
     )
     .await;
     migrate(&pool, &url).await.expect("the rest");
-    let outlines: Vec<(String, Option<String>, String)> =
-        sqlx::query_as("SELECT headline, cause, text FROM rounds ORDER BY number")
+    let outlines: Vec<(String, Option<String>, String, Vec<String>)> =
+        sqlx::query_as("SELECT headline, cause, text, questions FROM rounds ORDER BY number")
             .fetch_all(&pool)
             .await
             .unwrap();
     assert_eq!(
         outlines,
         [
-            ("h".to_string(), Some("c".to_string()), "posted".to_string()),
-            (String::new(), None, "asked".to_string()),
+            ("h".into(), Some("c".into()), "posted".into(), vec![]),
+            (
+                String::new(),
+                None,
+                "asked".into(),
+                vec!["which pod?".into(), "which env?".into()]
+            ),
         ]
     );
 }

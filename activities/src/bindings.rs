@@ -9,7 +9,7 @@ use firstline_config::RoundSettings;
 use firstline_investigation::GraphOptions;
 use firstline_investigation::tools::McpTools;
 use firstline_slack::SlackApi;
-use firstline_workflows::activities as defined;
+use firstline_workflows::activities::{self as defined, names};
 use firstline_workflows::types::*;
 use sqlx::PgPool;
 use temporalio_common::error::ApplicationFailure;
@@ -96,7 +96,7 @@ impl Activities {
     ) -> Result<RoundContext, ActivityError> {
         let deps = &self.deps;
         crate::context::load_context(&deps.pool, &input.thread, &deps.policy, deps.context_chars)
-            .instrument(span("load_context", &ctx))
+            .instrument(span(names::LOAD_CONTEXT, &ctx))
             .await
             .map_err(failure)
     }
@@ -118,7 +118,7 @@ impl Activities {
                 }
             }
         };
-        let span = span("run_graph", &ctx);
+        let span = span(names::RUN_GRAPH, &ctx);
         span.record("round", input.round);
         crate::graph_run::run_graph(
             &deps.pool,
@@ -141,7 +141,7 @@ impl Activities {
         input: CommitInput,
     ) -> Result<CommitOutcome, ActivityError> {
         crate::commit::commit_round(&self.deps.pool, &input)
-            .instrument(span("commit_round", &ctx))
+            .instrument(span(names::COMMIT_ROUND, &ctx))
             .await
             .map_err(failure)
     }
@@ -153,7 +153,7 @@ impl Activities {
         input: FailureInput,
     ) -> Result<PostOutcome, ActivityError> {
         crate::post::post_failure(&self.deps.slack, &input)
-            .instrument(span("post_failure", &ctx))
+            .instrument(span(names::POST_FAILURE, &ctx))
             .await
             .map_err(failure)
     }
@@ -165,7 +165,7 @@ impl Activities {
         input: PostInput,
     ) -> Result<PostOutcome, ActivityError> {
         crate::post::post_to_thread(&self.deps.pool, &self.deps.slack, &input)
-            .instrument(span("post_to_thread", &ctx))
+            .instrument(span(names::POST_TO_THREAD, &ctx))
             .await
             .map_err(failure)
     }

@@ -21,7 +21,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
         .ok_or(RoundError::NotRun { thread_id, round })?;
     let state = checkpoint.state;
     let result = RoundResult::from_state(&state);
-    let result_json = serde_json::to_value(&result).map_err(|error| RoundError::BadCheckpoint {
+    let result_json = serde_json::to_value(&result).map_err(|error| RoundError::BadResult {
         thread_id,
         round,
         error,
@@ -31,11 +31,11 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     let inserted: Option<(i64,)> = sqlx::query_as(
         "INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result,
                              tool_calls, model_calls, prompt_tokens, completion_tokens,
-                             headline, cause, text)
+                             headline, cause, text, questions)
          SELECT $1, $2, $3, $4,
                 coalesce((SELECT min(created_at) FROM round_checkpoints
                            WHERE thread_id = $1 AND round = $2), now()),
-                $5, $6, $7, $8, $9, $10, $11, $12, $13
+                $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
          ON CONFLICT (thread_id, number) DO NOTHING
          RETURNING id",
     )
@@ -58,6 +58,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
             .map(|c| c.statement.as_str()),
     )
     .bind(&result.text)
+    .bind(&result.questions)
     .fetch_optional(&mut *tx)
     .await?;
     let Some((round_id,)) = inserted else {

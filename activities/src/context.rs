@@ -5,15 +5,14 @@
 
 use chrono::Utc;
 use firstline_model::ThreadKey;
-use serde_json::Value;
 use sqlx::PgPool;
 
 use crate::RoundError;
-use firstline_investigation::RoundResult;
 use firstline_investigation::redact::redact;
 use firstline_model::text::clip;
 use firstline_model::{ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
-use firstline_store::threads::{self, ThreadRow};
+use firstline_store::rounds::{self, RoundRecap};
+use firstline_store::threads;
 use firstline_workflows::types::{AlertMessage, RoundContext, RoundPolicy};
 
 /// Longest text of one conversation message kept (characters).
@@ -30,12 +29,7 @@ pub async fn load_context(
 ) -> Result<RoundContext, RoundError> {
     let age_secs = thread_age_secs(&key.thread_ts);
     let row = threads::find(pool, key).await?;
-    let Some(ThreadRow {
-        id: thread_id,
-        status,
-        rounds,
-    }) = row
-    else {
+    let Some(thread) = row else {
         return Ok(RoundContext {
             thread_id: None,
             resolved: false,
@@ -46,6 +40,7 @@ pub async fn load_context(
             policy: policy.clone(),
         });
     };
+    let thread_id = thread.id;
 
     // The newest messages (a long thread's oldest ones matter least), oldest first; the alert
     // (the first one, or the parent) is read on its own so it is never cut off.
@@ -73,38 +68,25 @@ pub async fn load_context(
     .await?;
     let alert = pick_alert(&first, &key.thread_ts);
 
-    let rounds_rows: Vec<(i32, bool, Value, Option<String>)> = sqlx::query_as(
-        "SELECT number, grounded, result, posted_ts FROM rounds
-          WHERE thread_id = $1 ORDER BY number",
-    )
-    .bind(thread_id)
-    .fetch_all(pool)
-    .await?;
-    let mut earlier_rounds = Vec::with_capacity(rounds_rows.len());
-    for (number, grounded, result, _) in &rounds_rows {
-        let number = u32::try_from(*number).unwrap_or(0);
-        let result: RoundResult =
-            serde_json::from_value(result.clone()).map_err(|error| RoundError::BadCheckpoint {
-                thread_id,
-                round: number,
-                error,
-            })?;
-        earlier_rounds.push(EarlierRound {
-            number,
-            summary: round_summary(&result),
-            grounded: *grounded,
-            questions: result.questions,
-        });
-    }
-    let last = rounds_rows.last();
-    let open_questions = match earlier_rounds.last() {
+    let recaps = rounds::recaps(pool, thread_id).await?;
+    let earlier_rounds: Vec<EarlierRound> = recaps
+        .iter()
+        .map(|round| EarlierRound {
+            number: u32::try_from(round.number).unwrap_or(0),
+            summary: round_summary(round),
+            grounded: round.grounded,
+            questions: round.questions.clone(),
+        })
+        .collect();
+    let last = recaps.last();
+    let open_questions = match last {
         Some(round) if !round.grounded => round.questions.clone(),
         _ => Vec::new(),
     };
     // Answers: what people wrote after the last round's reply (or after it was committed, when
     // the reply has no ts yet).
-    let answered_after = last.and_then(|(_, _, _, posted)| posted.clone());
-    let human_answers = if last.is_some_and(|(_, grounded, _, _)| !grounded) {
+    let answered_after = last.and_then(|round| round.posted_ts.clone());
+    let human_answers = if last.is_some_and(|round| !round.grounded) {
         messages
             .iter()
             .filter(|m| {
@@ -128,8 +110,8 @@ pub async fn load_context(
 
     Ok(RoundContext {
         thread_id: Some(thread_id),
-        resolved: status == "resolved",
-        rounds_done: u32::try_from(rounds).unwrap_or(0),
+        resolved: thread.is_resolved(),
+        rounds_done: u32::try_from(thread.rounds).unwrap_or(0),
         age_secs,
         alert,
         thread: ThreadContext {
@@ -217,13 +199,10 @@ fn newest_within<T>(items: Vec<T>, budget: usize, cost: impl Fn(&T) -> usize) ->
 }
 
 /// A round's headline and first cause.
-fn round_summary(result: &RoundResult) -> String {
-    let Some(report) = &result.report else {
-        return String::new();
-    };
-    match report.causes.first() {
-        Some(cause) => format!("{} Cause: {}", report.headline, cause.statement),
-        None => report.headline.clone(),
+fn round_summary(round: &RoundRecap) -> String {
+    match &round.cause {
+        Some(cause) => format!("{} Cause: {cause}", round.headline),
+        None => round.headline.clone(),
     }
 }
 

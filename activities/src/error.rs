@@ -20,6 +20,12 @@ pub enum RoundError {
         round: u32,
         error: serde_json::Error,
     },
+    #[error("stored result of thread {thread_id} round {round} is unreadable: {error}")]
+    BadResult {
+        thread_id: i64,
+        round: u32,
+        error: serde_json::Error,
+    },
     #[error("incident graph: {message}")]
     Graph { message: String, retryable: bool },
     #[error("attempt {attempt} of round {round} was superseded by a later attempt")]
@@ -41,6 +47,7 @@ impl RoundError {
             | RoundError::NotRun { .. }
             | RoundError::NotCommitted { .. }
             | RoundError::BadCheckpoint { .. }
+            | RoundError::BadResult { .. }
             | RoundError::Superseded { .. } => false,
             RoundError::Graph { retryable, .. } => *retryable,
             RoundError::Slack(e) => slack_retryable(e),

@@ -113,17 +113,16 @@ async fn post_locked(
                     (ts, false)
                 }
                 None => {
+                    let result: RoundResult =
+                        serde_json::from_value(result).map_err(|error| RoundError::BadResult {
+                            thread_id,
+                            round,
+                            error,
+                        })?;
                     sqlx::query("UPDATE rounds SET post_attempted_at = now() WHERE id = $1")
                         .bind(round_id)
                         .execute(pool)
                         .await?;
-                    let result: RoundResult = serde_json::from_value(result).map_err(|error| {
-                        RoundError::BadCheckpoint {
-                            thread_id,
-                            round,
-                            error,
-                        }
-                    })?;
                     let message = OutgoingMessage {
                         channel: channel.clone(),
                         thread_ts: Some(input.thread.thread_ts.clone()),

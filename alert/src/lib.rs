@@ -30,7 +30,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-pub use formats::extract_fields;
+use formats::extract_fields;
 pub use workload::{deployment_from_pod_name, deployment_from_replicaset_name};
 
 /// Whether the alert is firing or has resolved.
@@ -73,6 +73,9 @@ impl fmt::Display for AlertField {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AlertTarget {
     pub alertname: Option<String>,
+    /// The alert rule's human name, when the title gives one instead of an `alertname` label
+    /// (Grafana's legacy alerts, PagerDuty, Datadog: `Triggered: [P1] High CPU on web-1`).
+    pub rule: Option<String>,
     pub severity: Option<String>,
     pub status: Option<AlertStatus>,
     pub cluster: Option<String>,
@@ -123,16 +126,23 @@ impl AlertTarget {
         self.status == Some(AlertStatus::Resolved)
     }
 
-    /// Whether a recovery with this target is about the alert `firing` names: the same
-    /// alertname (case-insensitive), and the same namespace and service where both say.
+    /// What names the alert: its `alertname`, else its rule's human name.
+    pub fn identity(&self) -> Option<&str> {
+        self.alertname.as_deref().or(self.rule.as_deref())
+    }
+
+    /// Whether a recovery with this target is about the alert `firing` names: the same identity
+    /// (case-insensitive), and the same namespace and service where both say.
     pub fn same_alert(&self, firing: &AlertTarget) -> bool {
         let agree = |a: &Option<String>, b: &Option<String>| match (a, b) {
             (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
             _ => true,
         };
-        self.alertname.is_some()
-            && firing.alertname.is_some()
-            && agree(&self.alertname, &firing.alertname)
+        let same_identity = match (self.identity(), firing.identity()) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            _ => false,
+        };
+        same_identity
             && agree(&self.namespace, &firing.namespace)
             && agree(&self.service, &firing.service)
     }
@@ -304,13 +314,14 @@ impl AlertTarget {
 pub fn parse_alert(text: &str) -> AlertTarget {
     let mut fields = extract_fields(text);
     let title = title::read(text);
-    if fields.status.is_none() {
-        fields.status = title.status;
-    }
+    // The title states the status for the whole message; a line further down (`state: ok` in a
+    // description) does not override it.
+    fields.status = title.status.or(fields.status);
     if fields.alertname.is_none() {
         fields.alertname = title.alertname;
     }
     AlertTarget {
+        rule: title.rule,
         alertname: fields.alertname,
         severity: fields.severity,
         status: fields.status,

@@ -306,6 +306,7 @@ fn recovery_and_firing_are_told_apart_for_common_integrations() {
         "Recovered: [P1] High CPU on web-1",
         "Alert summary\nstatus: resolved\nalertname: X",
         "**Resolved**\n\nValue: A=0\nLabels:\n - alertname = HighCPU\n",
+        "[OK] High CPU\nstate: alerting",
     ] {
         assert!(parse_alert(text).is_recovery(), "{text}");
     }
@@ -315,10 +316,13 @@ fn recovery_and_firing_are_told_apart_for_common_integrations() {
         "ResolvedConnectionsHigh is firing",
         "Triggered: [P1] High CPU on web-1",
         "[Alerting] High CPU alert",
+        "Warning: disk full on db-1",
         "",
     ] {
         assert!(!parse_alert(text).is_recovery(), "{text}");
     }
+    // The title's status wins over a line further down.
+    assert!(!parse_alert("[FIRING:1] X\ndescription: state: ok").is_recovery());
 }
 
 #[test]
@@ -345,10 +349,15 @@ fn the_identifying_labels_come_from_label_lines_then_the_title() {
             "Triggered: [P1] High CPU on web-1",
             Some("High CPU on web-1"),
         ),
+        ("[Alerting] High CPU alert", Some("High CPU alert")),
         ("checkout is slow, anyone?", None),
     ] {
-        assert_eq!(parse_alert(text).alertname.as_deref(), name, "{text}");
+        assert_eq!(parse_alert(text).identity(), name, "{text}");
     }
+    // A rule's human name identifies the alert; it is not an `alertname` label.
+    assert_eq!(parse_alert("[Alerting] High CPU alert").alertname, None);
+    let triggered = parse_alert("Triggered: [P1] High CPU on web-1");
+    assert!(triggered.same_alert(&parse_alert("Recovered: [P1] high cpu on web-1")));
 }
 
 #[test]
@@ -364,6 +373,21 @@ fn a_recovery_is_about_the_alert_with_the_same_name_and_agreeing_scope() {
     assert!(!shop.same_alert(&target("KubePodCrashLooping", Some("web"))));
     assert!(!target("HighLatency", None).same_alert(&target("KubePodCrashLooping", None)));
     assert!(!AlertTarget::default().same_alert(&AlertTarget::default()));
+}
+
+#[test]
+fn label_bullets_outside_a_section_are_labels_and_prose_bullets_are_not() {
+    let t =
+        parse_alert("[FIRING:1] KubeJobFailed\n - namespace = batch\n - job_name = nightly-export");
+    assert_eq!(t.namespace.as_deref(), Some("batch"));
+    assert_eq!(t.workload.as_deref(), Some("nightly-export"));
+    // `key = value` with a key that is not a label name stays prose.
+    let prose = parse_alert("[FIRING:1] X\n - retry count = 3 after the deploy");
+    assert!(
+        prose.labels.keys().all(|k| !k.contains(' ')),
+        "{:?}",
+        prose.labels
+    );
 }
 
 #[test]

@@ -1,14 +1,18 @@
-//! An alert's title line: the status tag or word integrations open with, and the alert's name
-//! after it.
+//! An alert's title line: the status tag or word integrations open with, and how the alert is
+//! named after it.
 //!
-//! - Tags: `[FIRING:1] KubePodCrashLooping …` (Alertmanager), `[Alerting] High CPU` / `[OK] High
-//!   CPU` (Grafana's legacy alerts), `[RESOLVED]`, `[RECOVERED]`; the name is the first word
-//!   after the tag.
-//! - Words: `Triggered: [P1] High CPU on web-1`, `Recovered: …`, `Resolved: #1234 …` (PagerDuty,
-//!   Datadog, Opsgenie); the name is the rest of the title without `[…]` tags. A title that only
-//!   starts with the word `Resolved` or `Recovered` marks recovery without naming the alert.
+//! - Alertmanager: `[FIRING:1] KubePodCrashLooping (…)`, `[RESOLVED] …` — the first word after
+//!   the tag is the `alertname` label.
+//! - Grafana's legacy alerts: `[Alerting] High CPU`, `[OK] High CPU`; `[RECOVERED]`,
+//!   `[TRIGGERED]` — the rest of the title is the rule's human name.
+//! - PagerDuty, Datadog, Opsgenie: `Triggered: [P1] High CPU on web-1`, `Recovered: …`,
+//!   `Resolved: #1234 …`, and severity prefixes (`Warning: disk full`, no status) — the rest,
+//!   without `[…]` tags, is the rule's name. A title that merely starts with the word `Resolved`
+//!   or `Recovered` marks recovery without naming the alert.
 //!
-//! Leading markup (`*`, `_`, `>`), `:emoji:` codes and symbols (✅ 🔥) are skipped first.
+//! A rule's human name identifies the alert for matching a recovery with its firing alert; it is
+//! not an `alertname` label. Leading markup (`*`, `_`, `>`), `:emoji:` codes and symbols (✅ 🔥)
+//! are skipped first.
 
 use crate::AlertStatus;
 
@@ -16,7 +20,10 @@ use crate::AlertStatus;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Title {
     pub status: Option<AlertStatus>,
+    /// The `alertname`, from an Alertmanager title.
     pub alertname: Option<String>,
+    /// The rule's human name, from other integrations' titles.
+    pub rule: Option<String>,
 }
 
 /// Reads the first non-empty line of `text`.
@@ -27,28 +34,41 @@ pub fn read(text: &str) -> Title {
             return Title::default();
         };
         let tag = rest[..end].split(':').next().unwrap_or_default().trim();
+        let after = &rest[end + 1..];
         let Some(status) = tag_status(tag) else {
             return Title::default();
         };
-        return Title {
-            status: Some(status),
-            alertname: first_word(&rest[end + 1..]),
+        let alertmanager =
+            tag.eq_ignore_ascii_case("firing") || tag.eq_ignore_ascii_case("resolved");
+        return match alertmanager {
+            true => Title {
+                status: Some(status),
+                alertname: first_word(after),
+                rule: None,
+            },
+            false => Title {
+                status: Some(status),
+                alertname: None,
+                rule: without_tags(after),
+            },
         };
     }
     let word: String = title.chars().take_while(|c| c.is_alphabetic()).collect();
-    let Some(status) = word_status(&word) else {
+    let status = word_status(&word);
+    if status.is_none() && !is_severity(&word) {
         return Title::default();
-    };
+    }
     let after = title[word.len()..].trim_start();
     match after.strip_prefix(':') {
         Some(rest) => Title {
-            status: Some(status),
-            alertname: without_tags(rest),
+            status,
+            alertname: None,
+            rule: without_tags(rest),
         },
         // `Resolved KubePodCrashLooping`: a recovery, its name not reliably placed.
-        None if status == AlertStatus::Resolved => Title {
-            status: Some(status),
-            alertname: None,
+        None if status == Some(AlertStatus::Resolved) => Title {
+            status,
+            ..Title::default()
         },
         None => Title::default(),
     }
@@ -72,12 +92,17 @@ fn tag_status(tag: &str) -> Option<AlertStatus> {
 
 fn word_status(word: &str) -> Option<AlertStatus> {
     match word.to_ascii_lowercase().as_str() {
-        "triggered" | "retriggered" | "firing" | "alert" | "warning" | "critical" => {
-            Some(AlertStatus::Firing)
-        }
+        "triggered" | "retriggered" | "firing" => Some(AlertStatus::Firing),
         "resolved" | "recovered" => Some(AlertStatus::Resolved),
         _ => None,
     }
+}
+
+/// A severity word some integrations open the title with (`Warning: disk full`).
+fn is_severity(word: &str) -> bool {
+    ["alert", "warning", "critical"]
+        .iter()
+        .any(|s| word.eq_ignore_ascii_case(s))
 }
 
 /// The first word of `rest`, markup and punctuation around it removed.
@@ -166,11 +191,23 @@ mod tests {
             name("*[RESOLVED]* KubePodCrashLooping checkout (shop)").as_deref(),
             Some("KubePodCrashLooping")
         );
-        assert_eq!(
-            name("Recovered: [P1] High CPU on web-1").as_deref(),
-            Some("High CPU on web-1")
-        );
+        assert_eq!(name("Recovered: [P1] High CPU on web-1"), None);
+        assert_eq!(name("[Alerting] High CPU alert"), None);
         assert_eq!(name("Resolved KubePodCrashLooping"), None);
         assert_eq!(name("checkout is slow, anyone?"), None);
+        let rule = |text: &str| read(text).rule;
+        assert_eq!(
+            rule("Recovered: [P1] High CPU on web-1").as_deref(),
+            Some("High CPU on web-1")
+        );
+        assert_eq!(
+            rule("[OK] High CPU alert").as_deref(),
+            Some("High CPU alert")
+        );
+        let severity = read("Warning: disk full on db-1");
+        assert_eq!(
+            (severity.status, severity.rule.as_deref()),
+            (None, Some("disk full on db-1"))
+        );
     }
 }

@@ -24,7 +24,7 @@ const SCENARIO: &str = "crashloop-config-exit-78";
 const ROUND_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a whole concurrent batch may take.
 const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
-/// The target for the end-to-end p50 with no model.
+/// The target for the end-to-end p50 with no model.
 const TARGET_P50_MS: f64 = 3000.0;
 const END_TO_END: &str = "end to end (alert → reply)";
 
@@ -248,7 +248,12 @@ async fn measure(
         return Err(format!("thread {channel}/{ts} has no step-0 checkpoint"));
     };
 
-    let workflow_id = format!("incident-{TEAM_ID}-{channel}-{ts}");
+    let workflow_id = firstline_model::ThreadKey {
+        team_id: TEAM_ID.to_string(),
+        channel_id: channel.to_string(),
+        thread_ts: ts.to_string(),
+    }
+    .workflow_id();
     let started = client
         .get_workflow_handle::<IncidentRound>(workflow_id.clone())
         .describe(Default::default())

@@ -103,10 +103,7 @@ fn rejection_status(
 }
 
 fn one_line(s: &str) -> String {
-    s.chars()
-        .take(300)
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect()
+    firstline_model::text::prefix(s, 300).replace('\n', " ")
 }
 
 async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: String) -> Response {

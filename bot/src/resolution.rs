@@ -204,7 +204,7 @@ pub async fn on_message(
                 matching_open_thread(conn, message, &recovery, thread_id).await?
             };
             let Some(target) = target else {
-                tracing::debug!(alertname = ?recovery.alertname, "recovery alert matches no open thread");
+                tracing::debug!(alert = ?recovery.identity(), "recovery alert matches no open thread");
                 return Ok(None);
             };
             let by = Resolver::Recovery {
@@ -238,8 +238,8 @@ async fn reply_target(
             let firing = parse_alert(&text);
             // In the thread itself, formats may differ (`[FIRING:1] X svc` vs `Resolved: X svc`):
             // the first words agreeing is enough.
-            let first_word = |s: &String| s.split_whitespace().next().unwrap_or("").to_string();
-            match (&recovery.alertname, &firing.alertname) {
+            let first_word = |s: &str| s.split_whitespace().next().unwrap_or("").to_string();
+            match (recovery.identity(), firing.identity()) {
                 (Some(a), Some(b)) => first_word(a).eq_ignore_ascii_case(&first_word(b)),
                 _ => true,
             }
@@ -257,7 +257,7 @@ async fn matching_open_thread(
     recovered: &AlertTarget,
     own_thread: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
-    if recovered.alertname.is_none() {
+    if recovered.identity().is_none() {
         return Ok(None);
     }
     type Candidate = (

@@ -36,10 +36,16 @@ pub enum BotError {
         why: &'static str,
     },
     /// `auth.test` failed.
-    #[error("asking Slack who the bot is (auth.test): {0} (check FIRSTLINE_SLACK__BOT_TOKEN)")]
+    #[error(
+        "asking Slack who the bot is (auth.test): {0} (check {var})",
+        var = env_var("slack.bot_token")
+    )]
     Identity(#[from] SlackApiError),
     /// The listen address cannot be bound.
-    #[error("cannot listen on {address} (bot.listen / FIRSTLINE_BOT__LISTEN): {source}")]
+    #[error(
+        "cannot listen on {address} (bot.listen / {}): {source}",
+        env_var("bot.listen")
+    )]
     Listen {
         /// The address.
         address: String,

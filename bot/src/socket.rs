@@ -47,7 +47,7 @@ impl SocketModeListener {
         let token =
             SlackApiToken::new(SlackApiTokenValue::new(self.app_token.expose().to_string()));
         if let Err(e) = listener.listen_for(&token).await {
-            tracing::error!(error = %e, "Socket Mode: could not open a connection (check FIRSTLINE_SLACK__APP_TOKEN)");
+            tracing::error!(error = %e, check = %firstline_config::env_var("slack.app_token"), "Socket Mode: could not open a connection");
             return;
         }
         listener.start().await;

@@ -85,7 +85,7 @@ async fn recorded_messages_are_published_once_keyed_by_thread() {
         .filter(|(k, _)| k.ends_with(parent))
         .map(|(_, v)| serde_json::from_str(v).unwrap())
         .collect();
-    assert!(thread.iter().all(|r| r["schema"] == "firstline.message.v1"));
+    assert!(thread.iter().all(|r| r["schema"] == "firstline.message.v2"));
     let kinds: Vec<&str> = thread.iter().map(|r| r["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["alert", "chatter", "chatter"]);
     let ids: Vec<i64> = thread

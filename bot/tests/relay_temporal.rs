@@ -2,8 +2,9 @@
 //! with the thread's workflow id, a second mention signalling the same open run, and a (private)
 //! Temporal server stopped while a mention arrives: acked, woken after it is started again.
 //!
-//! No worker runs the workflow (it arrives with the next issue); the server accepting the call,
-//! the execution's id/type/task queue and the `mention` signals in its history are the contract.
+//! No worker runs the workflow here (`tests/round.rs` runs the whole path); the server accepting
+//! the call, the execution's id/type/task queue and the `mention` signals in its history are the
+//! contract.
 
 mod common;
 

@@ -17,6 +17,8 @@
 //! remains the fallback when it fails.
 
 use chrono::{DateTime, Utc};
+use firstline_alert::title::first_line;
+use firstline_model::text::prefix;
 use tracing::Instrument;
 
 use crate::detectors::{DetectorKind, Finding};
@@ -107,24 +109,19 @@ fn cause_of(finding: &Finding, evidence: &[Evidence]) -> Cause {
 
 /// A verbatim prefix of `quote`, trimmed, at most [`MAX_REPORT_QUOTE_CHARS`] characters.
 pub fn short_quote(quote: &str) -> String {
-    let trimmed = quote.trim();
-    let cut = match trimmed.char_indices().nth(MAX_REPORT_QUOTE_CHARS) {
-        Some((index, _)) => &trimmed[..index],
-        None => trimmed,
-    };
-    cut.trim_end().to_string()
+    prefix(quote.trim(), MAX_REPORT_QUOTE_CHARS)
+        .trim_end()
+        .to_string()
 }
 
 /// What happened, in one line: alert name, subject, namespace, start, summary.
 pub fn headline(alert: &AlertInput) -> String {
     let target = &alert.target;
     let Some(name) = target.alertname.as_deref().or(target.summary.as_deref()) else {
-        let first = alert
-            .text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("An alert with no text");
+        let first = match first_line(&alert.text) {
+            "" => "An alert with no text",
+            line => line,
+        };
         return format!("Alert: {}", short_quote(first));
     };
     let mut line = String::new();

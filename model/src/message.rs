@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::{MentionSignal, ThreadKey};
 
 /// `schema` of every Kafka record this version writes.
-pub const MESSAGE_SCHEMA: &str = "firstline.message.v1";
+pub const MESSAGE_SCHEMA: &str = "firstline.message.v2";
 
 /// The Kafka record value (JSON), one per recorded message. Key: [`ThreadKey::kafka_key`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -45,7 +45,8 @@ pub enum StackError {
     },
     /// A configured port is taken by another process.
     #[error(
-        "port {port} on 127.0.0.1 is already in use ({purpose}): stop whatever holds it or set {setting} to another port"
+        "port {port} on 127.0.0.1 is already in use ({purpose}): stop whatever holds it or set {setting} ({}) to another port",
+        firstline_config::env_var(setting)
     )]
     PortInUse {
         /// The port.

@@ -10,7 +10,7 @@ pub struct PortSetting {
     pub port: u16,
     /// What the port is for, e.g. "PostgreSQL".
     pub purpose: &'static str,
-    /// The environment variable that sets it.
+    /// The setting that sets it (`dev.postgres_port`); errors name it and its variable.
     pub setting: &'static str,
 }
 
@@ -58,11 +58,12 @@ mod tests {
         let error = resolve(PortSetting {
             port,
             purpose: "PostgreSQL",
-            setting: "FIRSTLINE_DEV__POSTGRES_PORT",
+            setting: "dev.postgres_port",
         })
         .unwrap_err()
         .to_string();
         assert!(error.contains(&port.to_string()), "{error}");
+        assert!(error.contains("dev.postgres_port"), "{error}");
         assert!(error.contains("FIRSTLINE_DEV__POSTGRES_PORT"), "{error}");
     }
 }

@@ -122,17 +122,17 @@ impl Stack {
             postgres_port: ports::resolve(PortSetting {
                 port: config.postgres_port,
                 purpose: "PostgreSQL",
-                setting: "FIRSTLINE_DEV__POSTGRES_PORT",
+                setting: "dev.postgres_port",
             })?,
             temporal_port: ports::resolve(PortSetting {
                 port: config.temporal_port,
                 purpose: "Temporal",
-                setting: "FIRSTLINE_DEV__TEMPORAL_PORT",
+                setting: "dev.temporal_port",
             })?,
             kafka_port: ports::resolve(PortSetting {
                 port: config.kafka_port,
                 purpose: "Kafka",
-                setting: "FIRSTLINE_DEV__KAFKA_PORT",
+                setting: "dev.kafka_port",
             })?,
         };
 

@@ -1,4 +1,4 @@
-//! Reading a topic back, as the issue asks: from earliest, in a fresh consumer group, closed
+//! Reading a topic back to check what was published: from earliest, in a fresh consumer group, closed
 //! explicitly off the async runtime with a timeout (never by watermarks).
 
 use rdkafka::ClientConfig;

@@ -365,11 +365,12 @@ impl RoundApp {
 
     /// The workflow id of the thread.
     pub fn workflow_id(&self, thread_ts: &str) -> String {
-        format!(
-            "incident-{}-{}-{thread_ts}",
-            firstline_slack::standin::state::TEAM_ID,
-            self.channel
-        )
+        firstline_model::ThreadKey {
+            team_id: firstline_slack::standin::state::TEAM_ID.to_string(),
+            channel_id: self.channel.clone(),
+            thread_ts: thread_ts.to_string(),
+        }
+        .workflow_id()
     }
 
     pub async fn stop(mut self) {

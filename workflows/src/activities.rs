@@ -9,37 +9,46 @@ use temporalio_macros::activity_definitions;
 
 use crate::types::*;
 
+/// The activities' names on the wire.
+pub mod names {
+    pub const LOAD_CONTEXT: &str = "load_context";
+    pub const RUN_GRAPH: &str = "run_graph";
+    pub const COMMIT_ROUND: &str = "commit_round";
+    pub const POST_TO_THREAD: &str = "post_to_thread";
+    pub const POST_FAILURE: &str = "post_failure";
+}
+
 /// The round's five activities.
 pub struct RoundActivities;
 
 #[activity_definitions]
 impl RoundActivities {
     /// The thread rebuilt from Postgres, the guards' inputs and the worker's limits.
-    #[activity(name = "load_context")]
+    #[activity(name = names::LOAD_CONTEXT)]
     pub fn load_context(_input: LoadContextInput) -> Result<RoundContext, ActivityError> {
         unimplemented!()
     }
 
     /// The incident graph, checkpointed after every super-step; heartbeats once per step.
-    #[activity(name = "run_graph")]
+    #[activity(name = names::RUN_GRAPH)]
     pub fn run_graph(_input: RunGraphInput) -> Result<GraphOutcome, ActivityError> {
         unimplemented!()
     }
 
     /// Round, evidence and claims in one transaction, idempotent on (thread, round).
-    #[activity(name = "commit_round")]
+    #[activity(name = names::COMMIT_ROUND)]
     pub fn commit_round(_input: CommitInput) -> Result<CommitOutcome, ActivityError> {
         unimplemented!()
     }
 
     /// The reply in the thread, posted once whatever fails.
-    #[activity(name = "post_to_thread")]
+    #[activity(name = names::POST_TO_THREAD)]
     pub fn post_to_thread(_input: PostInput) -> Result<PostOutcome, ActivityError> {
         unimplemented!()
     }
 
     /// A short note in the thread when a round ran out of retries.
-    #[activity(name = "post_failure")]
+    #[activity(name = names::POST_FAILURE)]
     pub fn post_failure(_input: FailureInput) -> Result<PostOutcome, ActivityError> {
         unimplemented!()
     }

@@ -23,7 +23,7 @@ pub const MCP_CAPABILITIES: &[&str] = &[
 
 const CAPABILITIES: &str = "mcp.capabilities";
 
-/// MCP servers (DESIGN §8, invariant 7). Read-only by construction: only tools on a server's
+/// MCP servers (ARCHITECTURE.md, invariant 7). Read-only by construction: only tools on a server's
 /// `allow` list are ever called.
 ///
 /// ```toml

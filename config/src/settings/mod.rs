@@ -52,7 +52,7 @@ pub struct Settings {
     pub log: LogSettings,
     /// MCP servers the investigation reads through, and which tool answers each capability.
     pub mcp: McpSettings,
-    /// Limits of the per-thread round workflow (DESIGN invariant 9).
+    /// Limits of the per-thread round workflow (every loop and wait of a round is bounded).
     pub round: RoundSettings,
     /// The worker process that runs rounds.
     pub worker: WorkerSettings,

@@ -1,5 +1,5 @@
-//! The `investigate` node: the fixed first-level steps (DESIGN §1 steps 3–5 and the alert's own
-//! metric), each tool result turned into evidence `E1…`, then the deterministic detectors.
+//! The `investigate` node: the fixed first-level steps (steps 3–5 of the seven in
+//! ARCHITECTURE.md, and the alert's own metric), each tool result turned into evidence `E1…`, then the deterministic detectors.
 //!
 //! The steps, in this order, each from what the alert names:
 //!
@@ -50,7 +50,7 @@ pub use steps::MAX_JOB_PODS;
 /// Bounds of the fixed steps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InvestigateOptions {
-    /// Excerpt sizes: per item and per round (DESIGN §6: 3,500 / 40,000 characters).
+    /// Excerpt sizes: per item and per round (default 3,500 / 40,000 characters).
     pub limits: ExcerptLimits,
     /// Lines requested from the end of a container log.
     pub tail_lines: u32,
