@@ -1,10 +1,16 @@
 //! `firstline investigate`: one round of the incident graph, in-process, on an alert from a
 //! file — the same graph the worker runs, against the MCP servers in configuration (`mcp.*`),
-//! with no Slack, Kafka or Temporal. Prints the text that would be posted (or `--json`).
+//! with no Slack, Kafka or Temporal. Prints the text that would be posted (or `--json`), or
+//! with `--plan` the evidence plan as it ran: every request, why it was made, what came back.
 //!
 //! `--scenario NAME` investigates a lab scenario instead (`lab/scenarios/NAME`, or a path to
 //! one): its world is served by the lab MCP server in-process on a random port and the round
 //! runs against it over real MCP with the `lab` profile, as `firstline eval` does.
+//!
+//! `--model` runs the finished round through the model path (`[llm]`, the configured
+//! OpenAI-compatible endpoint) over the same tools and prints the refined text instead (with
+//! `--json`, the refined result, whose `model` says what the model did or why it fell back);
+//! the model's accounting goes to standard error.
 //!
 //! The database (`database.url`) is optional here: with it, recall searches past incidents of
 //! `--team` and tool calls are cached and audited; without it (or with `--no-db`) the round
@@ -17,15 +23,19 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use firstline_config::Settings;
+use firstline_investigation::investigate::render_plan;
+use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, RoundResult, build_incident_graph, render_markdown,
     run_round,
 };
 use firstline_lab::Scenario;
+use firstline_llm::MemoryCache;
 use firstline_model::ThreadContext;
 use firstline_store::PgPool;
 
+use crate::eval::model_path;
 use crate::eval::runner::{RunOptions, investigate_in_lab, scenario_alert};
 
 #[derive(Debug, clap::Args)]
@@ -42,8 +52,11 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
     /// Print the whole result (report, verdict, evidence, usage) as JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "plan")]
     json: bool,
+    /// Print the evidence plan as it ran (each request, why, what came back), then the report.
+    #[arg(long)]
+    plan: bool,
     /// Slack workspace (team id) whose past incidents recall searches. Not with `--scenario`,
     /// whose past incidents go under a team id of their own.
     #[arg(long, value_name = "TEAM_ID", conflicts_with = "scenario")]
@@ -51,23 +64,43 @@ pub struct Args {
     /// Run without the database: no recall, no tool cache, no audit rows.
     #[arg(long)]
     no_db: bool,
+    /// Refine the round with the model path (`[llm]`) and print the refined result.
+    #[arg(long)]
+    model: bool,
 }
 
 pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
+    let model = if args.model {
+        Some(model_path(&settings)?)
+    } else {
+        None
+    };
     let pool = if args.no_db {
         None
     } else {
         connect(&settings).await
     };
+    let team = args.team.clone();
     let done = match (&args.scenario, &args.alert_file) {
-        (Some(name), _) => investigate_scenario(&settings, pool, name, args.team.clone()).await?,
-        (None, Some(file)) => investigate_alert(&settings, pool, file, args.team.clone()).await?,
+        (Some(name), _) => investigate_scenario(&settings, pool, name, team, model).await?,
+        (None, Some(file)) => investigate_alert(&settings, pool, file, team, model).await?,
         (None, None) => anyhow::bail!("give --alert-file or --scenario"),
     };
+    if let Some(run) = &done.model {
+        eprintln!("{}", accounting(run));
+    }
     if args.json {
         let json = serde_json::to_string_pretty(&RoundResult::from_state(&done))
             .context("serialising the result")?;
         println!("{json}");
+    } else if args.plan {
+        println!(
+            "Evidence plan ({} tool calls of at most {}):",
+            done.usage.tool_calls, settings.round.max_tool_calls
+        );
+        print!("{}", render_plan(&done.plan));
+        println!();
+        print!("{}", render_markdown(&done));
     } else {
         print!("{}", render_markdown(&done));
     }
@@ -80,15 +113,18 @@ async fn investigate_scenario(
     pool: Option<PgPool>,
     name: &str,
     team: Option<String>,
+    model: Option<ModelPath>,
 ) -> anyhow::Result<IncidentState> {
     let dir = resolve_scenario(name)?;
     let scenario = Scenario::load(&dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.6f").to_string();
     let team = team.unwrap_or_else(|| format!("investigate-{run_id}-{}", scenario.name));
     let options = RunOptions {
+        graph: GraphOptions::from_settings(&settings.round),
         mcp: settings.mcp.clone(),
         call_timeout: std::time::Duration::from_secs(settings.mcp.call_timeout_secs.max(1)),
         run_id,
+        model,
     };
     let alert = scenario_alert(&scenario);
     let (round, notes) = investigate_in_lab(&scenario, alert, pool.as_ref(), &team, &options)
@@ -97,7 +133,7 @@ async fn investigate_scenario(
     for note in notes {
         eprintln!("warning: {note}");
     }
-    Ok(round.state)
+    Ok(round.refined.unwrap_or(round.state))
 }
 
 /// `name` as a scenario directory: a path to one, else `lab/scenarios/NAME` here or in the
@@ -124,17 +160,19 @@ async fn investigate_alert(
     pool: Option<PgPool>,
     alert_file: &PathBuf,
     team: Option<String>,
+    model: Option<ModelPath>,
 ) -> anyhow::Result<IncidentState> {
     let text = read_alert(alert_file)?;
     let tools = McpTools::from_settings(&settings.mcp, pool.clone())
         .context("configuring the MCP tools (mcp.*)")?;
     // A fresh cache scope per run: a second run must not be served the first run's results.
-    let scope = CallScope::adhoc(format!(
+    let scope_name = format!(
         "investigate-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S%.9fZ")
-    ));
-    let source = Arc::new(tools.round(scope));
-    let graph = build_incident_graph(source, pool, GraphOptions::default())
+    );
+    let source = Arc::new(tools.round(CallScope::adhoc(scope_name.clone())));
+    let options = GraphOptions::from_settings(&settings.round);
+    let graph = build_incident_graph(Arc::clone(&source), pool, options.clone())
         .context("building the incident graph")?;
 
     let context = ThreadContext {
@@ -143,8 +181,42 @@ async fn investigate_alert(
     };
     let input = IncidentState::new(AlertInput::parse(text, Some(chrono::Utc::now())), context);
     let outcome = run_round(&graph, input).await;
+    // The model path reads the finished round over the same tools, within what is left of the
+    // round's budget.
+    let outcome = match (outcome, &model) {
+        (Ok(state), Some(model)) => Ok(refine(
+            model,
+            &*source,
+            &MemoryCache::new(),
+            &format!("{scope_name}/1"),
+            &state,
+            &options.investigate,
+        )
+        .await),
+        (outcome, _) => outcome,
+    };
     tools.shutdown().await;
     outcome.map_err(|e| anyhow::anyhow!("the incident graph failed: {e}"))
+}
+
+/// The model path's accounting, in one line.
+fn accounting(run: &ModelRun) -> String {
+    let outcome = match (&run.fallback, &run.detail) {
+        (None, _) => "used".to_string(),
+        (Some(reason), Some(detail)) => format!("fell back ({reason}: {detail})"),
+        (Some(reason), None) => format!("fell back ({reason})"),
+    };
+    format!(
+        "model {}: {outcome}; {} model calls, {} tool calls, {}+{} tokens, {} dropped claims, \
+         {} ms model latency",
+        run.model,
+        run.model_calls,
+        run.tool_calls,
+        run.prompt_tokens,
+        run.completion_tokens,
+        run.dropped_claims.len(),
+        run.latency_ms
+    )
 }
 
 fn read_alert(path: &PathBuf) -> anyhow::Result<String> {

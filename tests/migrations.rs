@@ -272,6 +272,56 @@ async fn memory_and_audit_constraints_hold() {
 }
 
 #[tokio::test]
+async fn model_path_columns_and_reply_cache_constraints_hold() {
+    let pool = migrated_empty_database().await;
+    seed(&pool).await;
+    expect_violation(
+        &pool,
+        "UPDATE rounds SET model_fallback = 'timeout' WHERE id = 1",
+        CHECK,
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "UPDATE rounds SET refined_at = now() WHERE id = 1",
+        CHECK,
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "UPDATE rounds SET model_tool_calls = -1 WHERE id = 1",
+        CHECK,
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "UPDATE rounds SET model_latency_ms = -1 WHERE id = 1",
+        CHECK,
+    )
+    .await;
+    exec(
+        &pool,
+        "UPDATE rounds SET model = 'm', model_fallback = 'timeout', refined_at = now() WHERE id = 1",
+    )
+    .await;
+    exec(&pool, "INSERT INTO model_replies (thread_id, round, step, answer) VALUES (1, 1, 'r/summarise', '{}')").await;
+    expect_violation(&pool, "INSERT INTO model_replies (thread_id, round, step, answer) VALUES (1, 1, 'r/summarise', '{}')", UNIQUE).await;
+    expect_violation(
+        &pool,
+        "INSERT INTO model_replies (thread_id, round, step, answer) VALUES (1, 0, 'r/judge', '{}')",
+        CHECK,
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "INSERT INTO model_replies (thread_id, round, step, answer) VALUES (1, 1, '', '{}')",
+        CHECK,
+    )
+    .await;
+    expect_violation(&pool, "INSERT INTO model_replies (thread_id, round, step, answer) VALUES (99, 1, 'r/judge', '{}')", FOREIGN_KEY).await;
+}
+
+#[tokio::test]
 async fn round_outlines_are_backfilled_from_rounds_committed_before_they_existed() {
     let (_, url) = empty_db().await;
     let pool = connect(&url).await;

@@ -1,5 +1,6 @@
-//! The peer data in `third_party/peer/` is a verbatim copy: every file is there (with its
-//! licence) and, when the project's shared peer data sits next to the checkout, identical to it.
+//! The peer data in `third_party/peer/` and the alert catalogue in `third_party/alert-catalogue/`
+//! are verbatim copies: every file is there (with its licence) and, when the project's shared peer
+//! data sits next to the checkout, identical to it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,15 +28,38 @@ fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 #[test]
 fn the_vendored_peer_data_is_complete_and_matches_its_source() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let vendored = root.join("third_party/peer");
-    for (dir, licence, at_least) in [
-        ("holmesgpt", "holmesgpt/LICENSE", 5),
-        ("slack/events", "slack/LICENSE-java-slack-sdk", 90),
+    let vendored = root.join("third_party");
+    assert!(
+        vendored.join("alert-catalogue/README.md").is_file(),
+        "alert-catalogue/README.md (source, commit, licence) is missing"
+    );
+    // (copy under `third_party/`, its source under `../shared/peer/`, its licence, file count).
+    // The alert catalogue's own README.md is ours, so only its two data directories are compared.
+    for (dir, source_dir, licence, at_least) in [
+        ("peer/holmesgpt", "holmesgpt", "peer/holmesgpt/LICENSE", 5),
+        (
+            "peer/slack/events",
+            "slack/events",
+            "peer/slack/LICENSE-java-slack-sdk",
+            90,
+        ),
+        (
+            "alert-catalogue/rules",
+            "alert-catalogue/rules",
+            "alert-catalogue/rules/LICENSE",
+            9,
+        ),
+        (
+            "alert-catalogue/runbooks",
+            "alert-catalogue/runbooks",
+            "alert-catalogue/runbooks/LICENSE",
+            119,
+        ),
     ] {
         assert!(vendored.join(licence).is_file(), "{licence} is missing");
         let copied = files(&vendored.join(dir));
         assert!(copied.len() >= at_least, "{dir}: {} files", copied.len());
-        let source = root.join("../shared/peer").join(dir);
+        let source = root.join("../shared/peer").join(source_dir);
         if source.is_dir() {
             assert_eq!(
                 copied.keys().collect::<Vec<_>>(),

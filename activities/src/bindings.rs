@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use firstline_config::RoundSettings;
+use firstline_config::{LlmSettings, RoundSettings};
 use firstline_investigation::GraphOptions;
+use firstline_investigation::model_path::ModelPath;
 use firstline_investigation::tools::McpTools;
 use firstline_slack::SlackApi;
 use firstline_workflows::activities::{self as defined, names};
@@ -25,6 +26,8 @@ pub struct Deps {
     pub tools: McpTools,
     pub slack: Arc<SlackApi>,
     pub graph: GraphOptions,
+    /// The configured model; `None` keeps every round deterministic.
+    pub model: Option<ModelPath>,
     pub policy: RoundPolicy,
     /// `round.context_chars`.
     pub context_chars: usize,
@@ -41,8 +44,10 @@ impl Activities {
     }
 }
 
-/// The limits the `round.*` settings describe, as the workflow applies them.
-pub fn round_policy(round: &RoundSettings) -> RoundPolicy {
+/// The limits the `round.*` settings describe, as the workflow applies them; with a model
+/// configured (`llm`), `refine_round` may take the model's wall-time budget plus a margin for
+/// storing its outcome.
+pub fn round_policy(round: &RoundSettings, llm: &LlmSettings) -> RoundPolicy {
     let activity = ActivityPolicy {
         start_to_close_secs: round.activity_timeout_secs,
         heartbeat_secs: None,
@@ -59,9 +64,17 @@ pub fn round_policy(round: &RoundSettings) -> RoundPolicy {
             heartbeat_secs: Some(round.run_graph_heartbeat_secs),
             ..activity.clone()
         },
+        refine: llm.enabled().then(|| ActivityPolicy {
+            start_to_close_secs: llm.budget_secs + REFINE_MARGIN_SECS,
+            ..activity.clone()
+        }),
         activity,
     }
 }
+
+/// Time `refine_round` gets beyond the model's budget (which also bounds the model's tool
+/// calls): reading the checkpoint and storing the outcome.
+const REFINE_MARGIN_SECS: u64 = 10;
 
 fn failure(error: RoundError) -> ActivityError {
     metrics::counter!(crate::metrics::ACTIVITY_FAILURES, "retryable" => error.retryable().to_string())
@@ -154,6 +167,39 @@ impl Activities {
     ) -> Result<PostOutcome, ActivityError> {
         crate::post::post_failure(&self.deps.slack, &input)
             .instrument(span(names::POST_FAILURE, &ctx))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::RefineRound)]
+    pub async fn refine_round(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: RefineInput,
+    ) -> Result<RefineOutcome, ActivityError> {
+        let deps = &self.deps;
+        let span = span(names::REFINE_ROUND, &ctx);
+        span.record("round", input.round);
+        crate::refine::refine_round(
+            &deps.pool,
+            &deps.tools,
+            deps.model.as_ref(),
+            &deps.graph,
+            &input,
+        )
+        .instrument(span)
+        .await
+        .map_err(failure)
+    }
+
+    #[activity(definition = defined::EditPost)]
+    pub async fn edit_post(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: EditInput,
+    ) -> Result<PostOutcome, ActivityError> {
+        crate::post::edit_post(&self.deps.pool, &self.deps.slack, &input)
+            .instrument(span(names::EDIT_POST, &ctx))
             .await
             .map_err(failure)
     }

@@ -98,6 +98,7 @@ mod tests {
             evidence: Vec::new(),
             missing: Vec::new(),
             usage: Usage::default(),
+            model: None,
         }
     }
 

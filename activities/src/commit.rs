@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use crate::RoundError;
 use crate::graph_run::latest_checkpoint;
 use firstline_investigation::RoundResult;
+use firstline_investigation::evidence::Evidence;
 use firstline_investigation::excerpt::MAX_EXCERPT_CHARS;
 use firstline_model::text::prefix;
 use firstline_workflows::types::{CommitInput, CommitOutcome};
@@ -77,22 +78,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     };
 
     for evidence in &state.evidence {
-        sqlx::query(
-            "INSERT INTO evidence (round_id, ref, capability, server, tool, args, digest, excerpt,
-                                   fetched_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(round_id)
-        .bind(evidence.id.to_string())
-        .bind(evidence.capability.label())
-        .bind(&evidence.server)
-        .bind(&evidence.tool)
-        .bind(&evidence.args)
-        .bind(&evidence.digest)
-        .bind(prefix(&evidence.excerpt, MAX_EXCERPT_CHARS))
-        .bind(evidence.fetched_at)
-        .execute(&mut *tx)
-        .await?;
+        insert_evidence(&mut tx, round_id, evidence).await?;
     }
     let unsupported: Vec<&str> = result
         .verdict
@@ -136,6 +122,32 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     })
 }
 
-fn clamp(value: u64) -> i32 {
+/// Stores one evidence item of round `round_id`; an item already stored (same ref) is kept.
+pub(crate) async fn insert_evidence(
+    tx: &mut sqlx::PgConnection,
+    round_id: i64,
+    evidence: &Evidence,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO evidence (round_id, ref, capability, server, tool, args, digest, excerpt,
+                               fetched_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         ON CONFLICT (round_id, ref) DO NOTHING",
+    )
+    .bind(round_id)
+    .bind(evidence.id.to_string())
+    .bind(evidence.capability.label())
+    .bind(&evidence.server)
+    .bind(&evidence.tool)
+    .bind(&evidence.args)
+    .bind(&evidence.digest)
+    .bind(prefix(&evidence.excerpt, MAX_EXCERPT_CHARS))
+    .bind(evidence.fetched_at)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+pub(crate) fn clamp(value: u64) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }

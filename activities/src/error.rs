@@ -14,6 +14,8 @@ pub enum RoundError {
     NotRun { thread_id: i64, round: u32 },
     #[error("round {round} of thread {thread_id} is not committed")]
     NotCommitted { thread_id: i64, round: u32 },
+    #[error("round {round} of thread {thread_id} is not posted yet")]
+    NotPosted { thread_id: i64, round: u32 },
     #[error("stored checkpoint of thread {thread_id} round {round} is unreadable: {error}")]
     BadCheckpoint {
         thread_id: i64,
@@ -46,6 +48,7 @@ impl RoundError {
             RoundError::UnknownThread(_)
             | RoundError::NotRun { .. }
             | RoundError::NotCommitted { .. }
+            | RoundError::NotPosted { .. }
             | RoundError::BadCheckpoint { .. }
             | RoundError::BadResult { .. }
             | RoundError::Superseded { .. } => false,

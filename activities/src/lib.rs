@@ -10,6 +10,9 @@
 //!   idempotent on (thread, round).
 //! - [`post`] and [`blocks`]: `post_to_thread` and `post_failure` — the Block Kit reply, posted
 //!   once whatever fails (the posted ts is stored; a retry finds its own message by metadata).
+//! - [`refine`]: `refine_round` — with a model configured, the model's pass over the posted
+//!   round (grounded additions or the fallback reason), stored on the round once; `edit_post`
+//!   (in [`post`]) then edits the reply in place.
 //! - [`bindings`]: the Temporal bindings (`#[activities]`), one span per activity.
 //! - [`error`]: what fails, and which failures another attempt can mend.
 //! - [`metrics`]: the names of the worker's metrics.
@@ -25,6 +28,7 @@ pub mod error;
 pub mod graph_run;
 pub mod metrics;
 pub mod post;
+pub mod refine;
 
 pub use bindings::{Activities, Deps, round_policy};
 pub use error::RoundError;

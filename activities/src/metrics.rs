@@ -13,3 +13,15 @@ pub const HEARTBEATS: &str = "firstline_heartbeats_total";
 pub const ACTIVITY_FAILURES: &str = "firstline_activity_failures_total";
 /// Counter: activity attempts after the first, by `activity`.
 pub const ACTIVITY_RETRIES: &str = "firstline_activity_retries_total";
+/// Counter: rounds the model path ran over, by `outcome` (`used`, or the fallback reason).
+pub const MODEL_ROUNDS: &str = "firstline_model_rounds_total";
+/// Counter: model calls (answered, failed or replayed from the reply cache).
+pub const MODEL_CALLS: &str = "firstline_model_calls_total";
+/// Counter: tool calls the model made.
+pub const MODEL_TOOL_CALLS: &str = "firstline_model_tool_calls_total";
+/// Counter: model tokens, by `kind` (prompt, completion).
+pub const MODEL_TOKENS: &str = "firstline_model_tokens_total";
+/// Histogram: seconds spent waiting for the model per round.
+pub const MODEL_LATENCY_SECONDS: &str = "firstline_model_latency_seconds";
+/// Histogram: seconds per `refine_round`, model and tools together.
+pub const REFINE_SECONDS: &str = "firstline_refine_seconds";

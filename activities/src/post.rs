@@ -17,7 +17,7 @@ use firstline_investigation::RoundResult;
 use firstline_model::faults;
 use firstline_model::reactions::{CHECK_MARK, EYES, QUESTION, WARNING};
 use firstline_model::text::prefix;
-use firstline_workflows::types::{FailureInput, PostInput, PostOutcome};
+use firstline_workflows::types::{EditInput, FailureInput, PostInput, PostOutcome};
 
 /// Longest failure reason shown in the thread (its first line).
 const MAX_REASON_CHARS: usize = 300;
@@ -182,6 +182,93 @@ async fn find_earlier_reply(
         .into_iter()
         .find(|r| is_round_reply(r.metadata.as_ref(), input.thread_id, input.round))
         .map(|r| r.ts))
+}
+
+/// Shows the refined round in the reply already posted (chat.update), once: `edited_at` marks
+/// it done, and an edit repeated by a retry replaces the message with the same content. When
+/// the model changed the verdict, the reaction on the message the round answered follows.
+pub async fn edit_post(
+    pool: &PgPool,
+    slack: &SlackApi,
+    input: &EditInput,
+) -> Result<PostOutcome, RoundError> {
+    let (thread_id, round) = (input.thread_id, input.round);
+    let row: Option<PostedRound> = sqlx::query_as(
+        "SELECT id, grounded, result, posted_ts, edited_at IS NOT NULL AS edited, reacted_ts
+           FROM rounds WHERE thread_id = $1 AND number = $2",
+    )
+    .bind(thread_id)
+    .bind(round as i32)
+    .fetch_optional(pool)
+    .await?;
+    let Some(PostedRound {
+        id: round_id,
+        grounded,
+        result,
+        posted_ts,
+        edited,
+        reacted_ts,
+    }) = row
+    else {
+        return Err(RoundError::NotCommitted { thread_id, round });
+    };
+    let Some(ts) = posted_ts else {
+        return Err(RoundError::NotPosted { thread_id, round });
+    };
+    if edited {
+        return Ok(PostOutcome {
+            ts,
+            posted_now: false,
+        });
+    }
+    let result: RoundResult =
+        serde_json::from_value(result).map_err(|error| RoundError::BadResult {
+            thread_id,
+            round,
+            error,
+        })?;
+    let channel = &input.thread.channel_id;
+    slack
+        .update_message(
+            channel,
+            &ts,
+            &result.text,
+            Some(round_blocks(&result, round).into()),
+        )
+        .await?;
+    if let Some(target) = &reacted_ts {
+        let (now, before) = if grounded {
+            (CHECK_MARK, QUESTION)
+        } else {
+            (QUESTION, CHECK_MARK)
+        };
+        if let Err(e) = slack.remove_reaction(channel, target, before).await {
+            tracing::debug!(error = %e, "no earlier reaction to remove");
+        }
+        slack.add_reaction(channel, target, now).await?;
+    }
+    sqlx::query("UPDATE rounds SET edited_at = now() WHERE id = $1")
+        .bind(round_id)
+        .execute(pool)
+        .await?;
+    tracing::info!(%ts, "reply edited with the refined round");
+    Ok(PostOutcome {
+        ts,
+        posted_now: false,
+    })
+}
+
+/// A posted round as editing sees it.
+#[derive(sqlx::FromRow)]
+struct PostedRound {
+    id: i64,
+    grounded: bool,
+    result: serde_json::Value,
+    posted_ts: Option<String>,
+    /// The reply already shows the refined round.
+    edited: bool,
+    /// The message whose reaction tells the verdict.
+    reacted_ts: Option<String>,
 }
 
 /// Tells the thread that round `input.round` could not finish (invariant 10: the on-call

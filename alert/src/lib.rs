@@ -90,6 +90,12 @@ pub struct AlertTarget {
     pub workload_derived: bool,
     pub service: Option<String>,
     pub node: Option<String>,
+    /// A PersistentVolumeClaim the alert is about (`persistentvolumeclaim` label).
+    pub volume_claim: Option<String>,
+    /// A HorizontalPodAutoscaler the alert is about (`horizontalpodautoscaler` label).
+    pub autoscaler: Option<String>,
+    /// A PersistentVolume the alert is about (`persistentvolume` label).
+    pub volume: Option<String>,
     /// Prometheus scrape job label (not a Kubernetes Job; see `workload_kind`).
     pub job: Option<String>,
     pub instance: Option<String>,
@@ -177,6 +183,9 @@ impl AlertTarget {
             "hostname",
         ]);
         let job = label(&["job"]);
+        let volume_claim = label(&["persistentvolumeclaim", "pvc", "claim_name", "k8s_pvc_name"]);
+        let autoscaler = label(&["horizontalpodautoscaler", "hpa"]);
+        let volume = label(&["persistentvolume", "pv"]);
         let instance = label(&["instance"]);
         let service = label(&[
             "service",
@@ -194,13 +203,31 @@ impl AlertTarget {
         fill(&mut self.container, container);
         fill(&mut self.node, node);
         fill(&mut self.job, job);
+        fill(&mut self.volume_claim, volume_claim);
+        fill(&mut self.autoscaler, autoscaler);
+        fill(&mut self.volume, volume);
         fill(&mut self.instance, instance);
         // kube-state-metrics alerts carry the *exporter's* service and job labels, not the
         // failing workload's: using them as the target would investigate the exporter.
-        let from_exporter = self
-            .job
+        let exporter = |name: &str| {
+            [
+                "kube-state-metrics",
+                "node-exporter",
+                "prometheus-node-exporter",
+                "kubelet",
+            ]
+            .iter()
+            .any(|e| name.contains(e))
+        };
+        // …unless the alert is about the scrape target itself (`TargetDown`,
+        // `KubeStateMetricsDown`): then the exporter is the subject.
+        let about_the_target = self
+            .alertname
             .as_deref()
-            .is_some_and(|j| j.contains("kube-state-metrics") || j.contains("node-exporter"));
+            .is_some_and(|a| a.ends_with("Down"));
+        let from_exporter = !about_the_target
+            && (self.job.as_deref().is_some_and(exporter)
+                || service.as_deref().is_some_and(exporter));
         if from_exporter {
             if service.is_some() {
                 self.notes.push(
@@ -297,7 +324,14 @@ impl AlertTarget {
         if self.namespace.is_none() {
             missing.push(AlertField::Namespace);
         }
-        if self.pod.is_none() && self.workload.is_none() && self.service.is_none() {
+        if self.pod.is_none()
+            && self.workload.is_none()
+            && self.service.is_none()
+            && self.node.is_none()
+            && self.volume_claim.is_none()
+            && self.autoscaler.is_none()
+            && self.volume.is_none()
+        {
             missing.push(AlertField::Target);
         }
         if self.starts_at.is_none() {

@@ -8,13 +8,17 @@
 //! Temporal's workflow start time, `round_checkpoints.created_at` per graph step, and
 //! `rounds.finished_at`, `post_attempted_at` and `posted_at`.
 //!
-//! Env: `ALERTS` (default 20) alerts per series; `TWO_WORKERS=0` skips the two-worker series.
+//! Env: `ALERTS` (default 20) alerts per series; `TWO_WORKERS=0` skips the two-worker series;
+//! `MODEL=scripted` runs one series with the model path on: a scripted OpenAI-compatible server
+//! on a real socket answers each model call after [`MODEL_DELAY`], and the table adds the time
+//! to the first (deterministic) post, the model's pass, and the time to the edited summary.
 
 #[path = "../../tests/support/round_app.rs"]
 mod round_app;
 
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
+use firstline_llm::scripted::{ScriptedReply, ScriptedServer};
 use firstline_slack::standin::state::TEAM_ID;
 use firstline_workflows::IncidentRound;
 use round_app::{RoundApp, test_settings};
@@ -27,6 +31,12 @@ const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// The target for the end-to-end p50 with no model.
 const TARGET_P50_MS: f64 = 3000.0;
 const END_TO_END: &str = "end to end (alert → reply)";
+const FIRST_POST: &str = "worker → first post";
+const EDITED: &str = "alert → edited summary";
+/// The scripted model's think time per call.
+const MODEL_DELAY: Duration = Duration::from_millis(300);
+/// The target for the first post after the worker takes the round, with a model.
+const TARGET_FIRST_POST_MS: f64 = 1000.0;
 
 /// One round's stages, in order, in milliseconds.
 struct Sample {
@@ -52,15 +62,33 @@ async fn main() {
         .filter(|n| *n > 0)
         .unwrap_or(20);
     let two_workers = std::env::var("TWO_WORKERS").map_or(true, |v| v != "0");
+    let scripted = std::env::var("MODEL").is_ok_and(|v| v == "scripted");
 
     eprintln!("bench/round: starting the stack, the stand-in, the bot and the lab server...");
     let started = Instant::now();
-    let mut app = RoundApp::spawn(SCENARIO, test_settings()).await;
-    let outcome = run(&mut app, alerts, two_workers).await;
+    let mut settings = test_settings();
+    let model = if scripted {
+        let server = ScriptedServer::start(model_replies(alerts + 1))
+            .await
+            .unwrap_or_else(|e| panic!("the scripted model server: {e}"));
+        settings.llm.base_url = server.base_url();
+        settings.llm.model = "scripted".into();
+        Some(server)
+    } else {
+        None
+    };
+    let mut app = RoundApp::spawn(SCENARIO, settings).await;
+    let outcome = run(&mut app, alerts, two_workers, model.is_some()).await;
     app.stop().await;
     match outcome {
         Ok((series, warmup_ms)) => {
-            print_report(&series, warmup_ms, alerts, started.elapsed());
+            print_report(
+                &series,
+                warmup_ms,
+                alerts,
+                started.elapsed(),
+                model.is_some(),
+            );
         }
         Err(e) => {
             eprintln!("bench/round: {e}");
@@ -69,10 +97,31 @@ async fn main() {
     }
 }
 
+/// A model that reads nothing more, finds nothing new and says post: three calls per round,
+/// each after [`MODEL_DELAY`] (rounds run one after another, so the queue stays in order).
+fn model_replies(rounds: usize) -> Vec<ScriptedReply> {
+    let delay = |reply: ScriptedReply| reply.with_delay(MODEL_DELAY).with_usage(1500, 40);
+    (0..rounds)
+        .flat_map(|_| {
+            [
+                delay(ScriptedReply::text("Nothing more to read.")),
+                delay(ScriptedReply::json(
+                    &serde_json::json!({"causes": [], "observations": []}),
+                )),
+                delay(ScriptedReply::json(&serde_json::json!({
+                    "decision": "post", "questions": [], "confidence": "high",
+                    "reason": "the detector's cause stands"
+                }))),
+            ]
+        })
+        .collect()
+}
+
 async fn run(
     app: &mut RoundApp,
     alerts: usize,
     two_workers: bool,
+    model: bool,
 ) -> Result<(Vec<Series>, f64), String> {
     let client = app.temporal().await;
     eprintln!("bench/round: starting one `firstline worker`...");
@@ -87,6 +136,12 @@ async fn run(
     let warmup = measure(app, &client, &channel, &ts).await?;
 
     let mut series = Vec::new();
+    if model {
+        // One series: the model's calls are scripted in order, one round after another.
+        eprintln!("bench/round: {alerts} sequential alerts, a channel each, 1 worker, model on...");
+        series.push(sequential(app, &client, &text, alerts, None, "seq, model (scripted)").await?);
+        return Ok((series, end_to_end(&warmup)));
+    }
     eprintln!("bench/round: {alerts} sequential alerts in one channel, 1 worker...");
     series.push(
         sequential(
@@ -169,7 +224,8 @@ async fn batch(
     })
 }
 
-/// Waits until round 1 of every (channel, thread ts) is committed and posted.
+/// Waits until round 1 of every (channel, thread ts) is committed and posted (and, with a
+/// model, its reply edited).
 async fn wait_posted(
     app: &RoundApp,
     threads: &[(String, String)],
@@ -183,11 +239,13 @@ async fn wait_posted(
         done = sqlx::query_scalar::<_, i64>(
             "SELECT count(*) FROM rounds r JOIN threads t ON t.id = r.thread_id
               WHERE r.number = 1 AND r.posted_at IS NOT NULL
+                AND (NOT $3 OR r.edited_at IS NOT NULL)
                 AND (t.channel_id, t.thread_ts) IN
                     (SELECT * FROM unnest($1::text[], $2::text[]))",
         )
         .bind(&channels)
         .bind(&stamps)
+        .bind(app.settings.llm.enabled())
         .fetch_one(&app.db.pool)
         .await
         .map_err(|e| format!("counting posted rounds: {e}"))?;
@@ -291,6 +349,24 @@ async fn measure(
         }
         None => stages.push(("post".into(), ms(finished, posted))),
     }
+    if let Some(started) = started {
+        stages.push((FIRST_POST.into(), ms(started, posted)));
+    }
+    let model: Option<(Option<f64>, Option<f64>, i32)> = sqlx::query_as(
+        "SELECT extract(epoch FROM refined_at)::float8, extract(epoch FROM edited_at)::float8,
+                model_latency_ms
+           FROM rounds WHERE thread_id = $1 AND number = 1 AND model IS NOT NULL",
+    )
+    .bind(thread_id)
+    .fetch_optional(pool)
+    .await
+    .map_err(|e| format!("the model columns of thread {channel}/{ts}: {e}"))?;
+    if let Some((Some(refined), Some(edited), latency_ms)) = model {
+        stages.push(("model pass: post → refined".into(), ms(posted, refined)));
+        stages.push(("  of which the model's own".into(), f64::from(latency_ms)));
+        stages.push(("edit: chat.update".into(), ms(refined, edited)));
+        stages.push((EDITED.into(), ms(t0, edited)));
+    }
     stages.push((END_TO_END.into(), ms(t0, posted)));
     Ok(Sample {
         stages,
@@ -344,7 +420,7 @@ fn stats(series: &Series, stage: &str) -> Option<(f64, f64, f64, usize)> {
     ))
 }
 
-fn print_report(series: &[Series], warmup_ms: f64, alerts: usize, took: Duration) {
+fn print_report(series: &[Series], warmup_ms: f64, alerts: usize, took: Duration, model: bool) {
     // Stage names in first-seen order, end to end last.
     let mut stages: Vec<String> = Vec::new();
     for sample in series.iter().flat_map(|s| s.samples.iter()) {
@@ -360,13 +436,18 @@ fn print_report(series: &[Series], warmup_ms: f64, alerts: usize, took: Duration
     let label = 27;
     let group = 21;
     println!(
-        "bench/round  {}  {} cores  {}  scenario {SCENARIO}, no model, {alerts} alerts per series",
+        "bench/round  {}  {} cores  {}  scenario {SCENARIO}, {}, {alerts} alerts per series",
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
         std::thread::available_parallelism().map_or(0, usize::from),
         if cfg!(debug_assertions) {
             "debug build (--profile dev)"
         } else {
             "optimised build"
+        },
+        if model {
+            format!("scripted model ({} ms per call)", MODEL_DELAY.as_millis())
+        } else {
+            "no model".to_string()
         },
     );
     println!();
@@ -414,6 +495,32 @@ fn print_report(series: &[Series], warmup_ms: f64, alerts: usize, took: Duration
         println!("{line}");
     }
     println!("warm-up round (not counted): {warmup_ms:.0} ms end to end");
+    if model {
+        println!(
+            "target: first post p50 < {TARGET_FIRST_POST_MS:.0} ms after the worker takes the round"
+        );
+        for s in series {
+            if let Some((p50, p95, ..)) = stats(s, FIRST_POST) {
+                let verdict = if p50 < TARGET_FIRST_POST_MS {
+                    "met"
+                } else {
+                    "NOT met"
+                };
+                println!(
+                    "  {:22} first post p50 {p50:>5.0} ms, p95 {p95:>5.0} ms  {verdict}",
+                    s.name
+                );
+            }
+            if let Some((p50, p95, ..)) = stats(s, EDITED) {
+                println!(
+                    "  {:22} edited summary p50 {p50:>5.0} ms, p95 {p95:>5.0} ms after the alert",
+                    s.name
+                );
+            }
+        }
+        println!("total bench time {:.0} s", took.as_secs_f64());
+        return;
+    }
     println!("target: end-to-end p50 < {TARGET_P50_MS:.0} ms with no model");
     for s in series {
         if let Some((p50, ..)) = stats(s, END_TO_END) {

@@ -17,6 +17,7 @@ mod settings;
 
 pub use env::{ENV_PREFIX, env_var};
 pub use secret::{DatabaseUrl, SecretString};
+pub use settings::LlmSettings;
 pub use settings::{
     AlertRule, BotSettings, DatabaseSettings, DevSettings, KafkaSettings, LogFormat, LogSettings,
     RoundSettings, Settings, SlackMode, SlackSettings, TemporalSettings, WorkerSettings,

@@ -14,8 +14,8 @@
 //! A question already asked in an earlier round of the thread is not asked again. Never
 //! generic filler: every question names the object, the time or the failure it is about.
 //!
-//! Model seam: with a model configured, the model may rephrase and re-rank these candidates
-//! (same cap, same sources); it does not invent new ones.
+//! With a model configured, a model verdict of "ask" adds its own questions to the judge's
+//! doubts (`model_path`); the cap and the order above stay.
 
 use tracing::Instrument;
 

@@ -94,9 +94,11 @@ impl From<EvidenceId> for String {
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
     PodDescribe,
-    /// A workload object (a Job, a Deployment) described by kind and name.
-    WorkloadDescribe,
-    /// The pods of a namespace matching a label selector (a Job's pods).
+    /// One Kubernetes object by kind and name (a Deployment, a Job, a Service, a Node, a PVC…).
+    ObjectGet,
+    /// Kubernetes objects of one kind, optionally selected by labels.
+    ObjectList,
+    /// The pods of a namespace, optionally matching a label selector (a workload's pods).
     PodList,
     PodLogsCurrent,
     PodLogsPrevious,
@@ -114,7 +116,8 @@ impl Capability {
     pub fn label(&self) -> &str {
         match self {
             Capability::PodDescribe => "pod description",
-            Capability::WorkloadDescribe => "workload description",
+            Capability::ObjectGet => "object description",
+            Capability::ObjectList => "object list",
             Capability::PodList => "pod list",
             Capability::PodLogsCurrent => "current container log",
             Capability::PodLogsPrevious => "previous container log",

@@ -83,6 +83,12 @@ pub fn excerpt(text: &str, max_chars: usize, context_lines: usize) -> String {
     if char_len(text) <= max_chars {
         return text.to_string();
     }
+    if let Some(thinned) = thin_matrix(text, max_chars) {
+        return thinned;
+    }
+    if let Some(slowest) = slowest_traces(text, max_chars) {
+        return slowest;
+    }
     // A single overlong line (minified JSON, a stack dumped on one line) would otherwise block
     // every selection: shorten such lines first.
     let longest_line = (max_chars / 2).max(1);
@@ -105,6 +111,124 @@ pub fn excerpt(text: &str, max_chars: usize, context_lines: usize) -> String {
         return render(&lines, &chosen);
     }
     truncate_chars(text, max_chars)
+}
+
+/// The most a range-query answer is thinned: beyond every 12th point a shape is no longer read.
+const MAX_THINNING: usize = 12;
+
+/// A Prometheus range-query answer (`{"result": [{"metric": …, "values": [[t, "v"], …]}]}`,
+/// also under `data`) that does not fit, with every k-th point of every series kept (and each
+/// series' last point), for the smallest k that fits: a cut would drop whole series, thinning
+/// keeps every series' shape. The answer says it was thinned (`"thinned": "every 3rd point"`).
+/// `None` for anything else, or when even the most thinning does not fit.
+fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+    let has_matrix = |v: &serde_json::Value| {
+        v.pointer("/result")
+            .or_else(|| v.pointer("/data/result"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|series| series.iter().any(|s| s.get("values").is_some()))
+    };
+    if !has_matrix(&value) {
+        return None;
+    }
+    // Points are kept on one grid for all series (by time, not by position), so series that
+    // start at different times still share their kept timestamps and can be divided.
+    let times: Vec<f64> = ["/result", "/data/result"]
+        .iter()
+        .filter_map(|p| value.pointer(p).and_then(serde_json::Value::as_array))
+        .flatten()
+        .filter_map(|s| s.get("values").and_then(serde_json::Value::as_array))
+        .flatten()
+        .filter_map(|pair| pair.get(0).and_then(serde_json::Value::as_f64))
+        .collect();
+    let first = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut sorted = times.clone();
+    sorted.sort_by(f64::total_cmp);
+    let step = sorted
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|d| *d > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let slot = |pair: &serde_json::Value| -> usize {
+        match pair.get(0).and_then(serde_json::Value::as_f64) {
+            Some(t) if step.is_finite() => ((t - first) / step).round().max(0.0) as usize,
+            _ => 0,
+        }
+    };
+    for k in 2..=MAX_THINNING {
+        let mut thinned = value.clone();
+        let series = thinned
+            .pointer_mut("/result")
+            .or(None)
+            .and_then(serde_json::Value::as_array_mut);
+        let series = match series {
+            Some(series) => series,
+            None => thinned
+                .pointer_mut("/data/result")
+                .and_then(serde_json::Value::as_array_mut)?,
+        };
+        for one in series.iter_mut() {
+            if let Some(values) = one
+                .get_mut("values")
+                .and_then(serde_json::Value::as_array_mut)
+            {
+                let last = values.len().saturating_sub(1);
+                let kept: Vec<serde_json::Value> = values
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, pair)| slot(pair) % k == 0 || *i == last)
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                *values = kept;
+            }
+        }
+        if let Some(object) = thinned.as_object_mut() {
+            let nth = match k {
+                2 => "2nd".to_string(),
+                3 => "3rd".to_string(),
+                k => format!("{k}th"),
+            };
+            object.insert("thinned".into(), format!("every {nth} point").into());
+        }
+        let out = serde_json::to_string(&thinned).ok()?;
+        if char_len(&out) <= max_chars {
+            return Some(out);
+        }
+    }
+    None
+}
+
+/// A trace search answer (`{"traces": [...]}`) that does not fit, as the slowest traces that do
+/// (whole, so each stays valid JSON and its spans stay together), slowest first, saying how many
+/// were left out (`"omitted": "7 faster traces"`). `None` for anything else, or when not even the
+/// slowest trace fits.
+fn slowest_traces(text: &str, max_chars: usize) -> Option<String> {
+    let mut value: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+    let traces = value.get_mut("traces")?.as_array_mut()?;
+    let duration = |t: &serde_json::Value| {
+        t.get("durationMs")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    traces.sort_by(|a, b| duration(b).total_cmp(&duration(a)));
+    let all: Vec<serde_json::Value> = std::mem::take(traces);
+    let total = all.len();
+    for keep in (1..total).rev() {
+        let mut trimmed = value.clone();
+        if let Some(object) = trimmed.as_object_mut() {
+            object.insert("traces".into(), all[..keep].to_vec().into());
+            object.insert(
+                "omitted".into(),
+                format!("{} faster traces", total - keep).into(),
+            );
+        }
+        let out = serde_json::to_string(&trimmed).ok()?;
+        if char_len(&out) <= max_chars {
+            return Some(out);
+        }
+    }
+    None
 }
 
 /// Ranges of line indices (start inclusive, end exclusive), most important first: the tail,
@@ -249,6 +373,66 @@ impl Default for RoundBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trace_search_that_does_not_fit_keeps_the_slowest_whole_traces() {
+        let trace = |id: usize, ms: usize| {
+            format!(
+                r#"{{"traceID":"t{id}","durationMs":{ms},"spanSet":{{"spans":[{{"name":"{}","durationMs":{ms}}}]}}}}"#,
+                "x".repeat(300)
+            )
+        };
+        let traces: Vec<String> = (0..20).map(|i| trace(i, 10 + i * 7)).collect();
+        let text = format!(r#"{{"traces":[{}]}}"#, traces.join(","));
+        assert!(char_len(&text) > 3_500);
+        let out = excerpt(&text, 3_500, 2);
+        assert!(char_len(&out) <= 3_500);
+        let parsed: serde_json::Value = serde_json::from_str(&out).expect("still JSON");
+        let kept = parsed["traces"].as_array().expect("traces");
+        assert!(!kept.is_empty() && kept.len() < 20);
+        assert_eq!(kept[0]["traceID"], "t19", "the slowest first");
+        assert_eq!(
+            parsed["omitted"],
+            format!("{} faster traces", 20 - kept.len())
+        );
+    }
+
+    #[test]
+    fn a_range_query_that_does_not_fit_keeps_every_series_thinned() {
+        let series = |name: &str, n: usize| {
+            let values: Vec<String> = (0..n)
+                .map(|i| format!("[{},\"{}\"]", 1_700_000_000 + i * 60, i % 7))
+                .collect();
+            format!(
+                r#"{{"metric":{{"__name__":"{name}"}},"values":[{}]}}"#,
+                values.join(",")
+            )
+        };
+        let text = format!(
+            r#"{{"result":[{},{}]}}"#,
+            series("throttled", 150),
+            series("periods", 150)
+        );
+        assert!(char_len(&text) > 3_500);
+        let out = excerpt(&text, 3_500, 2);
+        assert!(char_len(&out) <= 3_500, "{}", char_len(&out));
+        let parsed: serde_json::Value = serde_json::from_str(&out).expect("still JSON");
+        let result = parsed["result"].as_array().expect("result");
+        assert_eq!(result.len(), 2, "no series is dropped");
+        let kept = result[1]["values"].as_array().expect("values");
+        assert!(kept.len() > 50 && kept.len() < 150, "{}", kept.len());
+        assert_eq!(
+            kept.last(),
+            Some(&serde_json::json!([1_700_000_000 + 149 * 60, "2"]))
+        );
+        assert!(
+            parsed["thinned"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("every "))
+        );
+        // Text that is not a range-query answer is cut as before.
+        assert_eq!(thin_matrix("not json", 10), None);
+    }
 
     fn log_with_error_at(total: usize, error_at: usize) -> String {
         (0..total)

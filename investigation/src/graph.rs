@@ -45,7 +45,7 @@ pub const RECURSION_LIMIT: usize = 4;
 /// Per-node timeouts (ARCHITECTURE.md, invariant 9: every loop and wait is bounded in code).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeTimeouts {
-    /// Six fixed requests, each bounded by `InvestigateOptions::fetch_timeout`.
+    /// The investigation's time budget plus one request's timeout.
     pub investigate: Duration,
     pub recall: Duration,
     pub summarise: Duration,
@@ -56,7 +56,7 @@ pub struct NodeTimeouts {
 impl Default for NodeTimeouts {
     fn default() -> Self {
         Self {
-            investigate: Duration::from_secs(150),
+            investigate: Duration::from_secs(firstline_model::limits::INVESTIGATE_SECS + 25),
             recall: Duration::from_secs(15),
             summarise: Duration::from_secs(10),
             judge: Duration::from_secs(10),
@@ -71,6 +71,20 @@ pub struct GraphOptions {
     pub investigate: InvestigateOptions,
     pub recall: RecallOptions,
     pub timeouts: NodeTimeouts,
+}
+
+impl GraphOptions {
+    /// The defaults with the budgets the `round.*` settings give.
+    pub fn from_settings(round: &firstline_config::RoundSettings) -> Self {
+        let mut options = Self::default();
+        options.investigate.max_tool_calls = round.max_tool_calls;
+        options.investigate.time_budget = Duration::from_secs(round.investigate_secs);
+        // The node outlives its own budget by the longest single request.
+        options.timeouts.investigate = options.investigate.time_budget
+            + options.investigate.fetch_timeout
+            + Duration::from_secs(5);
+        options
+    }
 }
 
 /// The compiled incident graph over `source` (the tool layer) and `pool` (recall's memory;

@@ -12,7 +12,7 @@
 //! Grounded iff no claim failed and at least one cause is detector-verified. Otherwise the
 //! verdict carries the judge's doubts as questions and the graph routes to `ask`.
 //!
-//! Model seam: with a model configured, the model's verdict is asked only after these checks
+//! With a model configured (`model_path`), the model's verdict is asked only after these checks
 //! pass, and grounded then also requires the model to say so.
 
 use std::sync::LazyLock;
@@ -68,6 +68,13 @@ pub fn judge_report(
     findings: &[Finding],
     state: &IncidentState,
 ) -> Verdict {
+    if report.heartbeat.is_some() {
+        return Verdict {
+            grounded: true,
+            reason: "a heartbeat alert: it fires on purpose, nothing to verify".to_string(),
+            ..Verdict::default()
+        };
+    }
     let mut unsupported = Vec::new();
     for claim in report.claims() {
         if let Err(reason) = check_claim(&claim.evidence, &claim.quote, evidence) {
@@ -82,9 +89,7 @@ pub fn judge_report(
         .chain(report.observations.iter().map(|c| (c, false)));
     for (cause, is_cause) in all {
         let backed = detector_verified(cause, findings);
-        let claims_certainty = cause.confirmed
-            || CERTAIN.is_match(&cause.statement)
-            || cause.claims.iter().any(|c| CERTAIN.is_match(&c.statement));
+        let claims_certainty = presents_as_confirmed(cause);
         if claims_certainty && !backed {
             unsupported.push(UnsupportedClaim {
                 statement: cause.statement.clone(),
@@ -130,6 +135,13 @@ pub fn judge_report(
         questions,
         reason,
     }
+}
+
+/// Whether `cause` is presented as established: flagged confirmed, or worded so.
+pub fn presents_as_confirmed(cause: &Cause) -> bool {
+    cause.confirmed
+        || CERTAIN.is_match(&cause.statement)
+        || cause.claims.iter().any(|c| CERTAIN.is_match(&c.statement))
 }
 
 /// Invariant 8 for one claim.
@@ -179,8 +191,20 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
     let when = around(&state.alert);
     let target = &state.alert.target;
     let mut questions = Vec::new();
+    // What the alert saw has ended: ask whether it resolved before suspecting a change.
+    let recovered = report
+        .observations
+        .iter()
+        .find(|o| o.detector == Some(DetectorKind::Recovered));
+    if let Some(recovered) = recovered {
+        questions.push(format!(
+            "{} — has the alert resolved, or is something still wrong that this does not show?",
+            recovered.statement
+        ));
+    }
     for cause in report.causes.iter().filter(|c| !c.confirmed) {
         let question = match cause.detector {
+            Some(DetectorKind::DeployInWindow) if recovered.is_some() => continue,
             Some(DetectorKind::DeployInWindow) => format!(
                 "{} — was that change meant to touch what `{}` measures? Rolling it back would \
                  confirm or rule it out.",

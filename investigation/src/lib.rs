@@ -42,12 +42,14 @@
 //! ```
 
 pub mod ask;
+pub mod catalogue;
 pub mod detectors;
 pub mod evidence;
 pub mod excerpt;
 pub mod graph;
 pub mod investigate;
 pub mod judge;
+pub mod model_path;
 pub mod next_steps;
 pub mod recall;
 pub mod redact;

@@ -1,6 +1,8 @@
 //! The round's outcome as posted text (Slack mrkdwn-flavoured Markdown; Block Kit comes with
 //! the bot) and as JSON.
 //!
+//! The first line states the likely cause and its confidence (or that none is confirmed yet);
+//! the alert follows on the second.
 //! Grounded: headline, cause(s) with confidence and detector, the evidence quotes with their
 //! ids (`E3: "…"`), what else was seen, what is missing, next steps, similar incidents.
 //! Not grounded: headline, the questions, then what was seen and what is missing.
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::detectors::{Confidence, Finding};
 use crate::evidence::Evidence;
 
+use super::model_path::ModelRun;
 use super::recall::memory;
 use super::report::{Cause, Claim, Report, Verdict};
 use super::state::{IncidentState, Missing, MissingKind, Usage};
@@ -39,6 +42,9 @@ pub struct RoundResult {
     pub evidence: Vec<Evidence>,
     pub missing: Vec<Missing>,
     pub usage: Usage,
+    /// What the model path did (absent without a model).
+    #[serde(default)]
+    pub model: Option<ModelRun>,
 }
 
 impl RoundResult {
@@ -54,6 +60,7 @@ impl RoundResult {
             evidence: state.evidence.clone(),
             missing: state.missing.clone(),
             usage: state.usage,
+            model: state.model.clone(),
         }
     }
 }
@@ -64,7 +71,14 @@ pub fn render_markdown(state: &IncidentState) -> String {
         return "*Firstline could not write a report for this alert.*\n".to_string();
     };
     let mut out = String::new();
-    let _ = writeln!(out, "*{}*", escape(&report.headline));
+    if let Some(heartbeat) = &report.heartbeat {
+        let _ = writeln!(out, "*{}*", escape(&report.headline));
+        let _ = writeln!(out, "\n*Heartbeat*: {}", escape(heartbeat));
+        return out;
+    }
+    // The first line says what is most likely wrong and how sure; the alert follows.
+    let _ = writeln!(out, "*{}*", escape(&lead(state, report)));
+    let _ = writeln!(out, "{}", escape(&report.headline));
     if state.grounded() {
         let mut shown = Vec::new();
         for cause in &report.causes {
@@ -73,7 +87,6 @@ pub fn render_markdown(state: &IncidentState) -> String {
         }
         write_observations(&mut out, "Also seen", &report.observations);
     } else {
-        out.push_str("\nNo cause could be confirmed from the evidence yet.\n");
         if !state.questions.is_empty() {
             out.push_str("\n*Questions*\n");
             for (i, question) in state.questions.iter().enumerate() {
@@ -114,7 +127,29 @@ pub fn render_markdown(state: &IncidentState) -> String {
             );
         }
     }
+    if let Some(model) = &state.model {
+        let _ = writeln!(out, "\n_{}_", escape(&model.note()));
+    }
     out
+}
+
+/// The summary's first line: the likely cause and its confidence, or that none is confirmed
+/// yet and the strongest lead.
+fn lead(state: &IncidentState, report: &Report) -> String {
+    let strongest = report.causes.first();
+    match strongest {
+        Some(cause) if state.grounded() => format!(
+            "Likely cause ({} confidence): {}",
+            confidence(cause.confidence),
+            cause.statement
+        ),
+        Some(cause) => format!(
+            "No cause confirmed yet; strongest lead ({} confidence, unverified): {}",
+            confidence(cause.confidence),
+            cause.statement
+        ),
+        None => "No cause confirmed yet".to_string(),
+    }
 }
 
 /// Writes a cause with its quotes, skipping quotes an earlier cause already showed.

@@ -33,6 +33,9 @@ pub struct Report {
     pub next_steps: Vec<String>,
     /// Similar past incidents in this workspace.
     pub similar: Vec<PriorIncident>,
+    /// Set for a heartbeat alert (it fires on purpose): what it means. Nothing was investigated.
+    #[serde(default)]
+    pub heartbeat: Option<String>,
 }
 
 impl Report {

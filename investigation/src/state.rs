@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::detectors::Finding;
 use crate::evidence::{Capability, Evidence, MissingEvidence};
+use crate::investigate::PlanStep;
+use crate::model_path::ModelRun;
 use firstline_alert::{AlertTarget, parse_alert};
 use firstline_model::ThreadContext;
 
@@ -43,6 +45,12 @@ graph_state! {
         pub questions: Vec<String>,
         /// Tool calls, model calls and tokens spent by all nodes.
         pub usage: Usage = fold(sum),
+        /// The evidence plan as it ran: each request, why, and what came of it (`investigate`).
+        #[serde(default)]
+        pub plan: Vec<PlanStep>,
+        /// What the model path did, when a model is configured (`model_path::refine`).
+        #[serde(default)]
+        pub model: Option<ModelRun>,
     }
     /// A partial update of [`IncidentState`], returned by one node.
     #[derive(Debug, Serialize, Deserialize)]

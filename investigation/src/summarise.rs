@@ -12,9 +12,9 @@
 //! left out of the post (they stay in the findings): a warning line next to the real cause is
 //! noise at 4 a.m.
 //!
-//! Model seam: with a model configured, the model writes the report as structured output from
-//! the same inputs (schema from these types, validated on return, one re-ask); this template
-//! remains the fallback when it fails.
+//! With a model configured, `model_path` adds the model's quote-checked causes and observations
+//! to this report after the round is posted; this template is what is posted first and what
+//! stands when the model fails.
 
 use chrono::{DateTime, Utc};
 use firstline_alert::title::first_line;
@@ -28,6 +28,7 @@ use firstline_alert::{AlertStatus, AlertTarget};
 use super::next_steps::next_steps;
 use super::report::{Cause, Claim, MAX_REPORT_QUOTE_CHARS, Report};
 use super::state::{AlertInput, IncidentState, IncidentUpdate};
+use crate::catalogue;
 
 /// The summarise node's body.
 pub async fn summarise(state: &IncidentState) -> IncidentUpdate {
@@ -43,6 +44,13 @@ pub async fn summarise(state: &IncidentState) -> IncidentUpdate {
 
 /// The report for a state whose investigation and recall are done.
 pub fn build_report(state: &IncidentState) -> Report {
+    if let Some(heartbeat) = heartbeat(&state.alert) {
+        return Report {
+            headline: headline(&state.alert),
+            heartbeat: Some(heartbeat),
+            ..Report::default()
+        };
+    }
     let any_verified = state.findings.iter().any(|f| f.verified);
     let mut causes = Vec::new();
     let mut observations = Vec::new();
@@ -63,7 +71,23 @@ pub fn build_report(state: &IncidentState) -> Report {
         observations,
         missing: state.missing.clone(),
         similar: state.prior_incidents.clone(),
+        heartbeat: None,
     }
+}
+
+/// What a heartbeat alert means, when the alert is one of the catalogue's heartbeats.
+fn heartbeat(alert: &AlertInput) -> Option<String> {
+    let name = alert.target.alertname.as_deref()?;
+    if !catalogue::is_heartbeat(name) {
+        return None;
+    }
+    let meaning = catalogue::lookup(name)
+        .and_then(|rule| rule.meaning.clone().or_else(|| rule.description.clone()))
+        .unwrap_or_else(|| "This alert fires on purpose.".to_string());
+    Some(format!(
+        "`{name}` is a heartbeat: it always fires, on purpose, to prove the alerting pipeline \
+         works end to end. {meaning} Nothing to investigate; worry when it stops arriving."
+    ))
 }
 
 /// Findings that show *that* something is wrong, not why.
@@ -74,6 +98,12 @@ fn is_symptom(finding: &Finding) -> bool {
             | DetectorKind::JobFailed
             | DetectorKind::MetricStepChange
             | DetectorKind::ExitCode
+            | DetectorKind::MemoryGrowth
+            | DetectorKind::CpuThrottling
+            | DetectorKind::RestartTrend
+            | DetectorKind::MetricSpike
+            | DetectorKind::VolumeClaim
+            | DetectorKind::Recovered
     )
 }
 
@@ -164,5 +194,76 @@ pub(crate) fn around(alert: &AlertInput) -> String {
     match alert.anchor() {
         Some(at) => format!("around {}", clock(at)),
         None => "around when the alert fired".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detectors::Confidence;
+    use firstline_model::ThreadContext;
+
+    fn state(alert: &str) -> IncidentState {
+        IncidentState::new(AlertInput::parse(alert, None), ThreadContext::default())
+    }
+
+    fn crash_loop() -> Finding {
+        Finding {
+            detector: DetectorKind::CrashLoop,
+            title: "Container `api` crash-looping (CrashLoopBackOff)".to_string(),
+            detail: "Container `api` is crash-looping.".to_string(),
+            confidence: Confidence::High,
+            verified: false,
+            resource: Some("api-7d9f8c6b5-x2k4q".to_string()),
+            refs: Vec::new(),
+            at: None,
+        }
+    }
+
+    #[test]
+    fn a_heartbeat_alert_is_answered_as_a_heartbeat_with_no_causes_or_steps() {
+        for name in ["Watchdog", "InfoInhibitor"] {
+            let mut heartbeat_state = state(&format!(
+                "alertname={name} namespace=monitoring severity=none"
+            ));
+            // Whatever a round may hold, a heartbeat's report lists nothing to act on.
+            heartbeat_state.findings.push(crash_loop());
+            let report = build_report(&heartbeat_state);
+            let text = report.heartbeat.as_deref().expect("a heartbeat");
+            assert!(
+                text.starts_with(&format!(
+                    "`{name}` is a heartbeat: it always fires, on purpose, to prove the alerting \
+                     pipeline works end to end."
+                )),
+                "{text}"
+            );
+            assert!(
+                text.ends_with("Nothing to investigate; worry when it stops arriving."),
+                "{text}"
+            );
+            let rule = catalogue::lookup(name).expect("in the catalogue");
+            let meaning = rule
+                .meaning
+                .clone()
+                .or_else(|| rule.description.clone())
+                .expect("the catalogue says what it means");
+            assert!(text.contains(meaning.trim()), "{text}");
+            assert!(report.headline.starts_with(name), "{}", report.headline);
+            assert!(report.causes.is_empty());
+            assert!(report.observations.is_empty());
+            assert!(report.next_steps.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_ordinary_alert_is_not_answered_as_a_heartbeat() {
+        let mut crash = state(
+            "alertname=KubePodCrashLooping namespace=default pod=api-7d9f8c6b5-x2k4q severity=critical",
+        );
+        crash.findings.push(crash_loop());
+        let report = build_report(&crash);
+        assert_eq!(report.heartbeat, None);
+        assert_eq!(report.observations.len(), 1);
+        assert!(!report.next_steps.is_empty());
     }
 }

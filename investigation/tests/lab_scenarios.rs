@@ -100,6 +100,7 @@ async fn crashloop_previous_log_holds_the_cause_and_calls_are_counted() {
             .fetch(CapabilityRequest::Events {
                 namespace: "payments".into(),
                 object: Some(pod.clone()),
+                warnings_only: false,
             })
             .await,
     );
@@ -162,6 +163,7 @@ async fn tools_failing_leaves_every_capability_missing() {
         CapabilityRequest::Events {
             namespace: "shop".into(),
             object: None,
+            warnings_only: false,
         },
         CapabilityRequest::DeployHistory {
             namespace: "shop".into(),

@@ -2,9 +2,10 @@
 //! argument shapes of the real servers' profiles (kubernetes-mcp-server, prometheus-mcp-server,
 //! mcp-grafana), so one Firstline configuration works against the lab and production alike.
 //!
-//! - `raw_tool_results` are checked first (tool name or `*`, arguments as a subset): they answer
-//!   verbatim, fail with a tool error, or wait `delay_ms` first — fault injection. Tool names
-//!   that only appear there (a peer fixture's `kubectl_describe`) are listed as tools too.
+//! - `raw_tool_results` are checked first (tool name or `*`, arguments as a subset; a
+//!   `namespace` key is the subset `{namespace: …}`): they answer verbatim, fail with a tool
+//!   error, or wait `delay_ms` first — fault injection. Tool names that only appear there (a
+//!   peer fixture's `kubectl_describe`) are listed as tools too.
 //! - Every `tools/call` is counted per tool name, before anything else happens, so tests can
 //!   prove a call was (or was not) sent: [`CallCounts`] in-process, `GET /calls` over HTTP.
 //! - A tool that is not served answers JSON-RPC `-32602` (invalid params), like rmcp's router.
@@ -94,6 +95,20 @@ fn served() -> Vec<Served> {
             handler: render::pods_list_in_namespace,
         },
         Served {
+            name: "pods_list",
+            description: "List all the Kubernetes pods in the current cluster from all namespaces",
+            schema: || {
+                object(
+                    json!({
+                        "labelSelector": str_prop("Optional Kubernetes label selector (e.g. 'app=myapp,env=prod' or 'app in (myapp,yourapp)'), use this option when you want to filter the pods by label"),
+                        "fieldSelector": str_prop("Optional Kubernetes field selector to filter pods by field values"),
+                    }),
+                    &[],
+                )
+            },
+            handler: render::pods_list,
+        },
+        Served {
             name: "pods_log",
             description: "Get the logs of a Kubernetes Pod in the current or provided namespace with the provided name",
             schema: || {
@@ -151,6 +166,26 @@ fn served() -> Vec<Served> {
             handler: render::resources_get,
         },
         Served {
+            name: "namespaces_list",
+            description: "List all the Kubernetes namespaces in the current cluster",
+            schema: || object(json!({}), &[]),
+            handler: render::namespaces_list,
+        },
+        Served {
+            name: "execute_query",
+            description: "Execute a PromQL instant query against Prometheus",
+            schema: || {
+                object(
+                    json!({
+                        "query": str_prop("PromQL query string"),
+                        "time": str_prop("Optional RFC3339 or Unix timestamp (default: current time)"),
+                    }),
+                    &["query"],
+                )
+            },
+            handler: render::execute_query,
+        },
+        Served {
             name: "execute_range_query",
             description: "Execute a PromQL range query with start time, end time, and step interval",
             schema: || {
@@ -189,6 +224,7 @@ fn served() -> Vec<Served> {
                     json!({
                         "datasourceUid": str_prop("UID of the tempo datasource to query"), "query": str_prop("TraceQL query string"),
                         "start": str_prop("Start time for the search (RFC3339 format)"), "end": str_prop("End time for the search (RFC3339 format)"),
+                        "limit": {"type": "integer", "description": "Optionally, the maximum number of traces to return"},
                     }),
                     &["datasourceUid", "query"],
                 )
@@ -482,5 +518,33 @@ mod tests {
         let wildcard = find_override(&o, "pods_log", &args(json!({"name": "x"}))).unwrap();
         assert_eq!(wildcard.error.as_deref(), Some("boom"));
         assert!(find_override(&o[..1], "pods_get", &args(json!({}))).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_namespaced_override_answers_only_calls_in_its_namespace() {
+        let text = r#"
+alert: {text: x}
+pods: [{name: p, namespace: shop, node: n, containers: [{name: c, image: i}]}]
+raw_tool_results:
+  - {tool: "*", namespace: shop, error: "the API server is overloaded"}
+expect: {verdict: ask}
+"#;
+        let scenario = Scenario::parse("t", std::path::Path::new("t"), text, chrono::Utc::now())
+            .expect("loads");
+        let lab = LabServer::new(scenario);
+        let call = |args: Value| {
+            let lab = lab.clone();
+            async move {
+                lab.answer("pods_get", args.as_object().unwrap())
+                    .await
+                    .unwrap()
+            }
+        };
+        let shop = call(json!({"namespace": "shop", "name": "p"})).await;
+        assert_eq!(shop, Err("the API server is overloaded".to_string()));
+        let elsewhere = call(json!({"namespace": "web", "name": "p"})).await;
+        assert!(elsewhere.unwrap_err().contains("not found"));
+        let unscoped = call(json!({"name": "p"})).await;
+        assert!(unscoped.unwrap().contains("kind: Pod"));
     }
 }

@@ -12,6 +12,8 @@ pub const RELAY_AFTER_DELIVER: &str = "relay.after_deliver";
 pub const TOOL_AFTER_CALL: &str = "round.tool.after_call";
 /// Worker: after a graph super-step's checkpoint is stored.
 pub const GRAPH_AFTER_STEP: &str = "round.graph.after_step";
+/// Worker: after the model path answered (`refine_round`), before its outcome is stored.
+pub const REFINE_AFTER_MODEL: &str = "round.refine.after_model";
 /// Worker: after `chat.postMessage` answered, before the posted ts is stored.
 pub const POST_AFTER_SEND: &str = "round.post.after_send";
 

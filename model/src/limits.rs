@@ -21,3 +21,7 @@ pub const RETRY_INITIAL_MS: u64 = 1000;
 pub const RETRY_MAX_SECS: u64 = 30;
 /// Characters of thread conversation a round reads, most recent first.
 pub const CONTEXT_CHARS: usize = 6000;
+/// Tool calls one round's investigation may make.
+pub const MAX_TOOL_CALLS: u32 = 25;
+/// Seconds one round's investigation may spend gathering evidence.
+pub const INVESTIGATE_SECS: u64 = 90;

@@ -12,6 +12,12 @@
 //!
 //! The exit code is non-zero when any case fails, or when a case named by `--expect-fail`
 //! unexpectedly passes (`xpass`), so the list of known misses stays honest.
+//!
+//! `--model` also runs every finished round through the model path (`[llm]`, the configured
+//! OpenAI-compatible endpoint) over the same lab tools, checks the refined text against the
+//! same expectation, and reports it beside the no-model result: result, grounded, fallback
+//! reason (or `used`), model and tool calls, tokens, model latency. A case the model fails where
+//! the no-model result passed is a regression and fails the run.
 
 pub mod cases;
 pub mod holmes;
@@ -25,6 +31,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use firstline_config::{DatabaseUrl, Settings};
+use firstline_investigation::model_path::ModelPath;
 use firstline_store::PgPool;
 
 use runner::{CaseOutcome, Status};
@@ -50,6 +57,10 @@ pub struct Args {
     /// Seconds one lab tool call may take (fault-injection cases wait this long).
     #[arg(long, value_name = "SECS", default_value_t = 5)]
     call_timeout_secs: u64,
+    /// Also run every case through the model path with the configured endpoint (`[llm]`) and
+    /// report its result beside the no-model one.
+    #[arg(long)]
+    model: bool,
 }
 
 pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
@@ -59,6 +70,11 @@ pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode>
             anyhow::bail!("--expect-fail {name}: no such case in the given directories");
         }
     }
+    let model = if args.model {
+        Some(model_path(&settings)?)
+    } else {
+        None
+    };
     if let Some(url) = &args.database_url {
         settings.database.url = DatabaseUrl::new(url.clone());
     }
@@ -69,9 +85,11 @@ pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode>
     };
 
     let options = runner::RunOptions {
+        graph: firstline_investigation::GraphOptions::from_settings(&settings.round),
         mcp: settings.mcp.clone(),
         call_timeout: Duration::from_secs(args.call_timeout_secs.max(1)),
         run_id: chrono::Utc::now().format("%Y%m%dT%H%M%S%.6f").to_string(),
+        model,
     };
     let mut outcomes: Vec<CaseOutcome> = Vec::with_capacity(found.len());
     for case in &found {
@@ -84,20 +102,33 @@ pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode>
     }
 
     if args.json {
-        let json = serde_json::to_string_pretty(&table::to_json(&outcomes, &memory_note))
-            .context("serialising the results")?;
+        let report = table::to_json(&outcomes, &memory_note, args.model);
+        let json = serde_json::to_string_pretty(&report).context("serialising the results")?;
         println!("{json}");
     } else {
-        print!("{}", table::render(&outcomes, &memory_note));
+        print!("{}", table::render(&outcomes, &memory_note, args.model));
     }
     let failed = outcomes
         .iter()
-        .any(|o| matches!(o.status, Status::Fail | Status::XPass));
+        .any(|o| matches!(o.status, Status::Fail | Status::XPass))
+        || table::regressions(&outcomes) > 0;
     Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The model path `[llm]` configures; an error when none is (`--model` needs one).
+pub fn model_path(settings: &Settings) -> anyhow::Result<ModelPath> {
+    ModelPath::from_settings(&settings.llm)
+        .context("configuring the model path ([llm])")?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--model needs a model endpoint: set llm.base_url (FIRSTLINE_LLM__BASE_URL) and \
+                 llm.model (FIRSTLINE_LLM__MODEL)"
+            )
+        })
 }
 
 /// The database, when it answers within its connect timeout; otherwise `None` and a note for

@@ -1,6 +1,8 @@
 //! One case, end to end: load it, serve its world with the lab MCP server on a random local
 //! port, write its past incidents (when there is a database), run the incident graph over real
-//! MCP with the `lab` profile, and check the posted text against the case's expectation.
+//! MCP with the `lab` profile, and check the posted text against the case's expectation. With a
+//! model (`--model`), the finished round is then refined by the model path over the same tools
+//! and the refined text is checked the same way, beside the no-model result.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -8,11 +10,13 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use firstline_config::{McpServerSettings, McpSettings};
+use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, build_incident_graph, render_markdown, run_round,
 };
 use firstline_lab::{ExpectCheck, ExpectedVerdict, Scenario};
+use firstline_llm::MemoryCache;
 use firstline_model::{HumanAnswer, ThreadContext};
 use firstline_store::PgPool;
 
@@ -25,12 +29,16 @@ const SESSION_CLOSE_GRACE: Duration = Duration::from_millis(50);
 /// Settings shared by every case of a run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// The graph's budgets (`round.*` settings).
+    pub graph: GraphOptions,
     /// Limits (timeouts, result size) come from here; servers and bindings are the lab's.
     pub mcp: McpSettings,
     /// One lab tool call's limit.
     pub call_timeout: Duration,
     /// Distinguishes this run's team ids and cache scopes from earlier runs'.
     pub run_id: String,
+    /// The model path every finished round is refined by (`--model`); `None`: no model.
+    pub model: Option<ModelPath>,
 }
 
 /// How a case ended.
@@ -73,12 +81,50 @@ pub struct CaseOutcome {
     pub status: Status,
     /// The text that would be posted.
     pub text: String,
+    /// The model path's result (`--model`, and the round ran).
+    pub model: Option<ModelOutcome>,
+}
+
+/// How the model path's refined text fared against the case's expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelStatus {
+    Pass,
+    /// Failed, as the no-model result did.
+    Fail,
+    /// Failed where the no-model result passed: fails the run.
+    Regressed,
+}
+
+impl ModelStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            ModelStatus::Pass => "pass",
+            ModelStatus::Fail => "FAIL",
+            ModelStatus::Regressed => "REGRESSED",
+        }
+    }
+}
+
+/// One case through the model path: the refined text checked as the no-model text is.
+#[derive(Debug, Clone)]
+pub struct ModelOutcome {
+    pub status: ModelStatus,
+    /// The refined round posts (grounded) rather than asks.
+    pub posted: bool,
+    pub check: ExpectCheck,
+    /// What the model path did: fallback, calls, tokens, latency, dropped claims.
+    pub run: ModelRun,
+    /// The refined text that would be posted.
+    pub text: String,
 }
 
 /// A finished round against the lab.
 pub struct LabRound {
     pub state: IncidentState,
+    /// Calls the lab server received during the deterministic round.
     pub tool_calls: u64,
+    /// The round as the model path refined it, when a model was given.
+    pub refined: Option<IncidentState>,
 }
 
 /// Runs `case`; never fails — a case that cannot run is a failed row saying why.
@@ -101,6 +147,7 @@ pub async fn run_case(
         notes: Vec::new(),
         status: Status::Fail,
         text: String::new(),
+        model: None,
     };
     let loaded = match case.kind {
         CaseKind::Scenario => Scenario::load(&case.dir)
@@ -111,15 +158,18 @@ pub async fn run_case(
             .map_err(|e| e.to_string()),
         CaseKind::Holmes => holmes::load(&case.name, &case.dir, Utc::now())
             .map(|loaded| {
-                if !loaded.unserved.is_empty() {
-                    outcome
-                        .notes
-                        .push(format!("not served: {}", loaded.unserved.join(", ")));
-                }
+                outcome.notes.extend(
+                    loaded
+                        .unmapped
+                        .iter()
+                        .map(|recording| format!("unmapped: {recording}")),
+                );
                 (loaded.scenario, loaded.alert)
             })
             .map_err(|e| format!("{e:#}")),
     };
+    let mut refined = None;
+    let mut expect = None;
     match loaded {
         Ok((scenario, alert)) => {
             outcome.expected = Some(scenario.spec.expect.verdict);
@@ -132,9 +182,11 @@ pub async fn run_case(
                     outcome.posted = Some(posted);
                     outcome.tool_calls = round.tool_calls;
                     outcome.notes.extend(notes);
+                    refined = round.refined;
                 }
                 Err(e) => outcome.error = Some(e),
             }
+            expect = Some(scenario.spec.expect);
         }
         Err(e) => outcome.error = Some(e),
     }
@@ -146,6 +198,23 @@ pub async fn run_case(
         (false, true) => Status::XFail,
         (true, true) => Status::XPass,
     };
+    if let (Some(refined), Some(expect)) = (refined, expect) {
+        let posted = refined.grounded();
+        let text = render_markdown(&refined);
+        let check = expect.check(&text, posted);
+        let status = match (check.passed(), passed) {
+            (true, _) => ModelStatus::Pass,
+            (false, true) => ModelStatus::Regressed,
+            (false, false) => ModelStatus::Fail,
+        };
+        outcome.model = Some(ModelOutcome {
+            status,
+            posted,
+            check,
+            run: refined.model.clone().unwrap_or_default(),
+            text,
+        });
+    }
     outcome
 }
 
@@ -183,23 +252,43 @@ pub async fn investigate_in_lab(
     let result = async {
         let tools = McpTools::from_settings(&settings, pool.clone())
             .map_err(|e| format!("configuring the lab MCP tools: {e}"))?;
-        let scope = CallScope::adhoc(format!("eval-{}-{}", options.run_id, scenario.name));
-        let graph =
-            build_incident_graph(Arc::new(tools.round(scope)), pool, GraphOptions::default())
-                .map_err(|e| format!("building the incident graph: {e}"))?;
+        let scope_name = format!("eval-{}-{}", options.run_id, scenario.name);
+        let source = Arc::new(tools.round(CallScope::adhoc(scope_name.clone())));
+        let graph = build_incident_graph(Arc::clone(&source), pool, options.graph.clone())
+            .map_err(|e| format!("building the incident graph: {e}"))?;
         let input = IncidentState::new(alert, thread_context(scenario, team_id));
         let outcome = run_round(&graph, input).await;
+        let tool_calls = lab.counts().total();
+        // The model path reads the finished round and may call the same tools, within what is
+        // left of the round's budget.
+        let refined = match (&outcome, &options.model) {
+            (Ok(state), Some(model)) => Some(
+                refine(
+                    model,
+                    &*source,
+                    &MemoryCache::new(),
+                    &format!("{scope_name}/1"),
+                    state,
+                    &options.graph.investigate,
+                )
+                .await,
+            ),
+            _ => None,
+        };
         tools.shutdown().await;
-        outcome.map_err(|e| format!("the incident graph failed: {e}"))
+        let state = outcome.map_err(|e| format!("the incident graph failed: {e}"))?;
+        Ok::<_, String>(LabRound {
+            state,
+            tool_calls,
+            refined,
+        })
     }
     .await;
-    let tool_calls = lab.counts().total();
     // Closing the client ends its MCP session with a DELETE sent from a background task; give
     // it a moment to reach the lab before the lab stops listening (bounded, local).
     tokio::time::sleep(SESSION_CLOSE_GRACE).await;
     lab.shutdown().await;
-    let state = result?;
-    Ok((LabRound { state, tool_calls }, notes))
+    Ok((result?, notes))
 }
 
 /// One `lab` server at `url`; timeouts and limits from `base`, the call timeout at most

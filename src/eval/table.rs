@@ -1,11 +1,13 @@
-//! The evaluation report: a plain-text table with a totals line, or JSON.
+//! The evaluation report: a plain-text table with a totals line, or JSON. With `--model`, each
+//! row also shows the model path's result beside the no-model one (result, grounded, fallback
+//! or `used`, model calls, tool calls by the model, tokens, model latency), with model totals.
 
 use std::fmt::Write as _;
 
-use firstline_lab::ExpectedVerdict;
+use firstline_lab::{ExpectCheck, ExpectedVerdict};
 use serde_json::{Value, json};
 
-use super::runner::{CaseOutcome, Status};
+use super::runner::{CaseOutcome, ModelOutcome, ModelStatus, Status};
 
 fn expected_label(expected: Option<ExpectedVerdict>) -> &'static str {
     match expected {
@@ -25,12 +27,11 @@ fn actual_label(posted: Option<bool>) -> &'static str {
 }
 
 fn missing_label(outcome: &CaseOutcome) -> String {
-    let groups: Vec<String> = outcome
-        .check
-        .missing
-        .iter()
-        .map(|any| any.join("|"))
-        .collect();
+    check_missing(&outcome.check)
+}
+
+fn check_missing(check: &ExpectCheck) -> String {
+    let groups: Vec<String> = check.missing.iter().map(|any| any.join("|")).collect();
     if groups.is_empty() {
         "-".into()
     } else {
@@ -39,16 +40,194 @@ fn missing_label(outcome: &CaseOutcome) -> String {
 }
 
 fn forbidden_label(outcome: &CaseOutcome) -> String {
-    if outcome.check.forbidden.is_empty() {
+    check_forbidden(&outcome.check)
+}
+
+fn check_forbidden(check: &ExpectCheck) -> String {
+    if check.forbidden.is_empty() {
         "-".into()
     } else {
-        outcome.check.forbidden.join(", ")
+        check.forbidden.join(", ")
     }
 }
 
+/// The model columns, inserted after `result` with `--model`.
+const MODEL_HEADER: [&str; 7] = [
+    "model",
+    "grounded",
+    "fallback",
+    "m.calls",
+    "m.tools",
+    "tokens",
+    "m.latency",
+];
+
+fn model_cells(model: Option<&ModelOutcome>) -> [String; 7] {
+    let Some(m) = model else {
+        return std::array::from_fn(|_| "-".to_string());
+    };
+    [
+        m.status.label().to_string(),
+        if m.posted { "yes" } else { "no" }.to_string(),
+        fallback_label(m).to_string(),
+        m.run.model_calls.to_string(),
+        m.run.tool_calls.to_string(),
+        format!("{}+{}", m.run.prompt_tokens, m.run.completion_tokens),
+        format!("{:.2}s", m.run.latency_ms as f64 / 1000.0),
+    ]
+}
+
+/// `used`, or why the round fell back to the deterministic text.
+fn fallback_label(model: &ModelOutcome) -> &str {
+    model.run.fallback.as_deref().unwrap_or("used")
+}
+
+/// What every case's model path came to.
+#[derive(Debug, Default)]
+struct ModelTotals {
+    name: String,
+    cases: usize,
+    passed: usize,
+    failed: usize,
+    regressed: usize,
+    /// Passed where the no-model result did not.
+    fixed: usize,
+    used: usize,
+    fallbacks: std::collections::BTreeMap<String, usize>,
+    model_calls: u64,
+    tool_calls: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    latency_ms: u64,
+    dropped_claims: usize,
+}
+
+impl ModelTotals {
+    fn of(outcomes: &[CaseOutcome]) -> Self {
+        let mut totals = Self::default();
+        for (outcome, m) in outcomes
+            .iter()
+            .filter_map(|o| o.model.as_ref().map(|m| (o, m)))
+        {
+            if totals.name.is_empty() {
+                totals.name.clone_from(&m.run.model);
+            }
+            totals.cases += 1;
+            match m.status {
+                ModelStatus::Pass => totals.passed += 1,
+                ModelStatus::Fail => totals.failed += 1,
+                ModelStatus::Regressed => totals.regressed += 1,
+            }
+            if m.status == ModelStatus::Pass && !matches!(outcome.status, Status::Pass) {
+                totals.fixed += 1;
+            }
+            match &m.run.fallback {
+                None => totals.used += 1,
+                Some(reason) => *totals.fallbacks.entry(reason.clone()).or_default() += 1,
+            }
+            totals.model_calls += u64::from(m.run.model_calls);
+            totals.tool_calls += u64::from(m.run.tool_calls);
+            totals.prompt_tokens += m.run.prompt_tokens;
+            totals.completion_tokens += m.run.completion_tokens;
+            totals.latency_ms += m.run.latency_ms;
+            totals.dropped_claims += m.run.dropped_claims.len();
+        }
+        totals
+    }
+
+    fn line(&self) -> String {
+        let fallbacks = if self.fallbacks.is_empty() {
+            String::new()
+        } else {
+            let reasons: Vec<String> = self
+                .fallbacks
+                .iter()
+                .map(|(reason, n)| format!("{reason}: {n}"))
+                .collect();
+            format!(" ({})", reasons.join(", "))
+        };
+        format!(
+            "model {}: {} cases: {} passed, {} failed, {} regressed, {} fixed; used on {}, \
+             fell back on {}{fallbacks}; {} model calls, {} tool calls, {}+{} tokens, {} dropped \
+             claims; {:.1}s model latency",
+            if self.name.is_empty() {
+                "-"
+            } else {
+                &self.name
+            },
+            self.cases,
+            self.passed,
+            self.failed,
+            self.regressed,
+            self.fixed,
+            self.used,
+            self.cases - self.used,
+            self.model_calls,
+            self.tool_calls,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.dropped_claims,
+            self.latency_ms as f64 / 1000.0,
+        )
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "model": self.name,
+            "cases": self.cases,
+            "passed": self.passed,
+            "failed": self.failed,
+            "regressed": self.regressed,
+            "fixed": self.fixed,
+            "used": self.used,
+            "fallbacks": self.fallbacks,
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_ms": self.latency_ms,
+            "dropped_claims": self.dropped_claims,
+        })
+    }
+}
+
+/// Cases whose model result failed where the no-model result passed.
+pub fn regressions(outcomes: &[CaseOutcome]) -> usize {
+    outcomes
+        .iter()
+        .filter(|o| {
+            o.model
+                .as_ref()
+                .is_some_and(|m| m.status == ModelStatus::Regressed)
+        })
+        .count()
+}
+
+fn model_json(m: &ModelOutcome) -> Value {
+    json!({
+        "result": m.status.label().to_ascii_lowercase(),
+        "grounded": m.posted,
+        "actual": actual_label(Some(m.posted)),
+        "fallback": m.run.fallback,
+        "detail": m.run.detail,
+        "model": m.run.model,
+        "model_calls": m.run.model_calls,
+        "tool_calls": m.run.tool_calls,
+        "prompt_tokens": m.run.prompt_tokens,
+        "completion_tokens": m.run.completion_tokens,
+        "latency_ms": m.run.latency_ms,
+        "dropped_claims": m.run.dropped_claims.len(),
+        "asked": m.run.asked,
+        "missing": m.check.missing,
+        "forbidden": m.check.forbidden,
+        "text": m.text,
+    })
+}
+
 /// The table, one row per case, then notes and errors, then the totals and the memory note.
-pub fn render(outcomes: &[CaseOutcome], memory_note: &str) -> String {
-    let header = [
+/// `with_model` adds the model columns, notes and totals (`--model`).
+pub fn render(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> String {
+    let mut header = vec![
         "case",
         "format",
         "result",
@@ -59,10 +238,13 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str) -> String {
         "tools",
         "wall",
     ];
-    let rows: Vec<[String; 9]> = outcomes
+    if with_model {
+        header.splice(3..3, MODEL_HEADER);
+    }
+    let rows: Vec<Vec<String>> = outcomes
         .iter()
         .map(|o| {
-            [
+            let mut row = vec![
                 o.name.clone(),
                 o.kind.label().to_string(),
                 o.status.label().to_string(),
@@ -72,7 +254,11 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str) -> String {
                 forbidden_label(o),
                 o.tool_calls.to_string(),
                 format!("{:.2}s", o.wall.as_secs_f64()),
-            ]
+            ];
+            if with_model {
+                row.splice(3..3, model_cells(o.model.as_ref()));
+            }
+            row
         })
         .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -90,7 +276,8 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str) -> String {
             .collect();
         let _ = writeln!(out, "{}", text.join("  ").trim_end());
     };
-    line(&mut out, &header.map(String::from));
+    let header: Vec<String> = header.into_iter().map(String::from).collect();
+    line(&mut out, &header);
     for row in &rows {
         line(&mut out, row);
     }
@@ -100,6 +287,22 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str) -> String {
         }
         for note in &o.notes {
             let _ = writeln!(out, "{}: {note}", o.name);
+        }
+        if let Some(m) = o.model.as_ref().filter(|_| with_model) {
+            if let (Some(reason), Some(detail)) = (&m.run.fallback, &m.run.detail) {
+                let _ = writeln!(out, "{}: model fell back ({reason}): {detail}", o.name);
+            }
+            if m.status != ModelStatus::Pass {
+                let _ = writeln!(
+                    out,
+                    "{}: model {}: actual {}, missing {}, forbidden {}",
+                    o.name,
+                    m.status.label(),
+                    actual_label(Some(m.posted)),
+                    check_missing(&m.check),
+                    check_forbidden(&m.check),
+                );
+            }
         }
     }
     let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
@@ -114,16 +317,20 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str) -> String {
         outcomes.iter().map(|o| o.tool_calls).sum::<u64>(),
         outcomes.iter().map(|o| o.wall.as_secs_f64()).sum::<f64>(),
     );
+    if with_model {
+        let _ = writeln!(out, "{}", ModelTotals::of(outcomes).line());
+    }
     let _ = writeln!(out, "{memory_note}");
     out
 }
 
-/// The same, as JSON (with each case's posted text).
-pub fn to_json(outcomes: &[CaseOutcome], memory_note: &str) -> Value {
+/// The same, as JSON (with each case's posted text). `with_model` adds each case's `model`
+/// object (`null` when the case did not run) and the model totals.
+pub fn to_json(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> Value {
     let cases: Vec<Value> = outcomes
         .iter()
         .map(|o| {
-            json!({
+            let mut case = json!({
                 "case": o.name,
                 "format": o.kind.label(),
                 "result": o.status.label().to_ascii_lowercase(),
@@ -136,8 +343,16 @@ pub fn to_json(outcomes: &[CaseOutcome], memory_note: &str) -> Value {
                 "error": o.error,
                 "notes": o.notes,
                 "text": o.text,
-            })
+            });
+            if with_model {
+                case["model"] = o.model.as_ref().map_or(Value::Null, model_json);
+            }
+            case
         })
         .collect();
-    json!({"memory": memory_note, "cases": cases})
+    let mut report = json!({"memory": memory_note, "cases": cases});
+    if with_model {
+        report["model"] = ModelTotals::of(outcomes).to_json();
+    }
+    report
 }

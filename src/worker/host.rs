@@ -21,6 +21,7 @@ use axum::routing::get;
 use firstline_activities::{Activities, Deps, round_policy};
 use firstline_config::Settings;
 use firstline_investigation::GraphOptions;
+use firstline_investigation::model_path::ModelPath;
 use firstline_investigation::tools::McpTools;
 use firstline_model::faults;
 use firstline_slack::SlackApi;
@@ -45,6 +46,8 @@ pub enum WorkerError {
     Store(#[from] firstline_store::StoreError),
     #[error("MCP tools: {0}")]
     Tools(String),
+    #[error("llm: {0}")]
+    Model(#[from] firstline_llm::LlmError),
     #[error("temporal.address `{0}` is not a URL")]
     Address(String),
     #[error("connecting to Temporal at {address}: {reason}")]
@@ -85,12 +88,14 @@ pub async fn start_worker(
         &settings.slack.bot_token,
         SLACK_TIMEOUT,
     ));
+    let model = ModelPath::from_settings(&settings.llm)?;
     let activities = Activities::new(Deps {
         pool: pool.clone(),
         tools: tools.clone(),
         slack,
-        graph: GraphOptions::default(),
-        policy: round_policy(&settings.round),
+        graph: GraphOptions::from_settings(&settings.round),
+        model,
+        policy: round_policy(&settings.round, &settings.llm),
         context_chars: settings.round.context_chars,
     });
 

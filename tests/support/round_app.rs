@@ -183,6 +183,20 @@ impl RoundApp {
         ] {
             command.env(format!("FIRSTLINE_ROUND__{key}"), value);
         }
+        let llm = &s.llm;
+        if llm.enabled() {
+            for (key, value) in [
+                ("BASE_URL", llm.base_url.clone()),
+                ("MODEL", llm.model.clone()),
+                ("REQUEST_TIMEOUT_SECS", llm.request_timeout_secs.to_string()),
+                ("MAX_MODEL_CALLS", llm.max_model_calls.to_string()),
+                ("MAX_TOOL_CALLS", llm.max_tool_calls.to_string()),
+                ("MAX_TOKENS", llm.max_tokens.to_string()),
+                ("BUDGET_SECS", llm.budget_secs.to_string()),
+            ] {
+                command.env(format!("FIRSTLINE_LLM__{key}"), value);
+            }
+        }
         if let Some(failpoints) = failpoints {
             command.env("FAILPOINTS", failpoints);
         }

@@ -16,9 +16,11 @@ pub mod names {
     pub const COMMIT_ROUND: &str = "commit_round";
     pub const POST_TO_THREAD: &str = "post_to_thread";
     pub const POST_FAILURE: &str = "post_failure";
+    pub const REFINE_ROUND: &str = "refine_round";
+    pub const EDIT_POST: &str = "edit_post";
 }
 
-/// The round's five activities.
+/// The round's activities.
 pub struct RoundActivities;
 
 #[activity_definitions]
@@ -47,6 +49,19 @@ impl RoundActivities {
         unimplemented!()
     }
 
+    /// The model's pass over a posted round (only with a model configured): its grounded
+    /// additions, or why it was not used, stored on the round. Idempotent on the round.
+    #[activity(name = names::REFINE_ROUND)]
+    pub fn refine_round(_input: RefineInput) -> Result<RefineOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// The posted reply edited in place to show the refined round, once.
+    #[activity(name = names::EDIT_POST)]
+    pub fn edit_post(_input: EditInput) -> Result<PostOutcome, ActivityError> {
+        unimplemented!()
+    }
+
     /// A short note in the thread when a round ran out of retries.
     #[activity(name = names::POST_FAILURE)]
     pub fn post_failure(_input: FailureInput) -> Result<PostOutcome, ActivityError> {
@@ -55,4 +70,6 @@ impl RoundActivities {
 }
 
 /// The activities' marker types, for implementations to name with `#[activity(definition = …)]`.
-pub use round_activities::{CommitRound, LoadContext, PostFailure, PostToThread, RunGraph};
+pub use round_activities::{
+    CommitRound, EditPost, LoadContext, PostFailure, PostToThread, RefineRound, RunGraph,
+};

@@ -3,7 +3,7 @@
 //! ```text
 //! loop {
 //!     load_context → guards (resolved, rounds ≥ max, age > max) → return
-//!     run_graph → commit_round → post_to_thread
+//!     run_graph → commit_round → post_to_thread → (with a model) refine_round → edit_post
 //!     a mention came in meanwhile? next round : grounded? return : wait for a mention ≤ idle
 //! }
 //! ```
@@ -28,8 +28,8 @@ use temporalio_sdk::{
 
 use crate::activities::RoundActivities;
 use crate::types::{
-    ActivityPolicy, CommitInput, FailureInput, Guard, LoadContextInput, PostInput, RoundPolicy,
-    RunGraphInput, RunOutcome,
+    ActivityPolicy, CommitInput, EditInput, FailureInput, Guard, LoadContextInput, PostInput,
+    RefineInput, RoundPolicy, RunGraphInput, RunOutcome,
 };
 
 /// Signals kept per run: a bound on workflow state whatever a channel does.
@@ -144,6 +144,50 @@ impl IncidentRound {
                 Ok::<_, ActivityExecutionError>(committed)
             }
             .await;
+            // The deterministic reply is posted; with a model, it is improved in place. A model
+            // pass that fails outright leaves the posted reply as it is.
+            let finished = match (finished, &policy.refine) {
+                (Ok(mut committed), Some(refine)) => {
+                    let refined = ctx
+                        .execute_activity(
+                            RoundActivities::refine_round,
+                            RefineInput {
+                                thread: thread.clone(),
+                                thread_id,
+                                round,
+                                run_id: ctx.run_id().to_string(),
+                            },
+                            options(refine),
+                        )
+                        .await;
+                    match refined {
+                        Ok(refined) => {
+                            committed.grounded = refined.grounded;
+                            let edited = ctx
+                                .execute_activity(
+                                    RoundActivities::edit_post,
+                                    EditInput {
+                                        thread: thread.clone(),
+                                        thread_id,
+                                        round,
+                                    },
+                                    options(&policy.activity),
+                                )
+                                .await;
+                            if let Err(error) = edited {
+                                ctx.set_current_details(format!(
+                                    "could not edit the reply of round {round}: {error}"
+                                ));
+                            }
+                        }
+                        Err(error) => ctx.set_current_details(format!(
+                            "the model pass over round {round} failed: {error}"
+                        )),
+                    }
+                    Ok(committed)
+                }
+                (finished, _) => finished,
+            };
             let committed = match finished {
                 Ok(committed) => committed,
                 Err(error) => {

@@ -84,6 +84,9 @@ pub struct RoundPolicy {
     pub idle_timeout_secs: u64,
     pub run_graph: ActivityPolicy,
     pub activity: ActivityPolicy,
+    /// `refine_round`'s limits when a model is configured; `None`: rounds stay deterministic.
+    #[serde(default)]
+    pub refine: Option<ActivityPolicy>,
 }
 
 /// One activity's timeouts and retries.
@@ -124,6 +127,7 @@ impl Default for RoundPolicy {
                 ..activity.clone()
             },
             activity,
+            refine: None,
         }
     }
 }
@@ -211,6 +215,32 @@ pub struct FailureInput {
     pub react_to: Vec<String>,
     /// What failed, in one line (no secrets: an activity error's message).
     pub reason: String,
+}
+
+/// `refine_round`'s input: a committed, posted round for the model to improve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefineInput {
+    pub thread: ThreadKey,
+    pub thread_id: i64,
+    pub round: u32,
+    pub run_id: String,
+}
+
+/// What `refine_round` stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefineOutcome {
+    /// The round as it now stands: grounded (posted) or asking.
+    pub grounded: bool,
+    /// Why the model was not used, if it was not (`timeout`, `http_5xx`, …).
+    pub fallback: Option<String>,
+}
+
+/// `edit_post`'s input: show the refined round in the message already posted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditInput {
+    pub thread: ThreadKey,
+    pub thread_id: i64,
+    pub round: u32,
 }
 
 /// How a run of `incident_round` ended.

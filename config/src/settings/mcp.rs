@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Capabilities the fixed investigation steps ask for (keys of `mcp.capabilities`).
 pub const MCP_CAPABILITIES: &[&str] = &[
     "pod_describe",
-    "workload_describe",
+    "object_get",
+    "object_list",
     "pod_list",
     "pod_logs_current",
     "pod_logs_previous",

@@ -8,6 +8,7 @@ mod check;
 mod database;
 mod dev;
 mod kafka;
+mod llm;
 mod load;
 mod log;
 mod mcp;
@@ -21,6 +22,7 @@ pub use bot::{AlertRule, BotSettings};
 pub use database::DatabaseSettings;
 pub use dev::DevSettings;
 pub use kafka::KafkaSettings;
+pub use llm::LlmSettings;
 pub use log::{LogFormat, LogSettings};
 pub use mcp::{CapabilityBinding, MCP_CAPABILITIES, McpSettings};
 pub use mcp_server::{MCP_PROFILES, McpServerSettings};
@@ -56,6 +58,8 @@ pub struct Settings {
     pub round: RoundSettings,
     /// The worker process that runs rounds.
     pub worker: WorkerSettings,
+    /// The optional OpenAI-compatible model and its per-round budget (empty `base_url`: none).
+    pub llm: LlmSettings,
 }
 
 impl Settings {
@@ -87,6 +91,7 @@ impl Settings {
         self.bot.validate()?;
         self.worker.validate()?;
         self.round.validate()?;
+        self.llm.validate()?;
         self.dev.validate()?;
         self.mcp.validate()
     }

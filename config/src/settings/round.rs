@@ -29,6 +29,10 @@ pub struct RoundSettings {
     pub retry_max_secs: u64,
     /// Characters of thread conversation a round reads (most recent first).
     pub context_chars: usize,
+    /// Tool calls one round's investigation may make (the evidence plan stops there).
+    pub max_tool_calls: u32,
+    /// Seconds one round's investigation may spend gathering evidence.
+    pub investigate_secs: u64,
 }
 
 impl Default for RoundSettings {
@@ -44,6 +48,8 @@ impl Default for RoundSettings {
             retry_initial_ms: limits::RETRY_INITIAL_MS,
             retry_max_secs: limits::RETRY_MAX_SECS,
             context_chars: limits::CONTEXT_CHARS,
+            max_tool_calls: limits::MAX_TOOL_CALLS,
+            investigate_secs: limits::INVESTIGATE_SECS,
         }
     }
 }
@@ -63,7 +69,16 @@ impl RoundSettings {
             ("round.activity_attempts", u64::from(self.activity_attempts)),
             ("round.retry_initial_ms", self.retry_initial_ms),
             ("round.retry_max_secs", self.retry_max_secs),
+            ("round.max_tool_calls", u64::from(self.max_tool_calls)),
+            ("round.investigate_secs", self.investigate_secs),
         ])?;
+        // The investigation runs inside one `run_graph` attempt.
+        if self.investigate_secs >= self.run_graph_timeout_secs {
+            return Err(ConfigError::rejected(
+                "round.investigate_secs",
+                "must be shorter than round.run_graph_timeout_secs",
+            ));
+        }
         // A heartbeat window as long as the attempt itself could never notice a dead worker.
         if self.run_graph_heartbeat_secs >= self.run_graph_timeout_secs {
             return Err(ConfigError::rejected(

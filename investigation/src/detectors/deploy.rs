@@ -9,6 +9,8 @@
 //! is a deploy in the window. Only `DeployHistory` evidence is read, so a pod's own
 //! `creationTimestamp` is never mistaken for a deploy.
 //!
+//! A Deployment's `ScalingReplicaSet` events show a scale-up in the window the same way.
+//!
 //! A deploy in the window is a suspicion, not a verified cause; it becomes verified when a
 //! metric step starts shortly after it ([`correlate_with_steps`]).
 
@@ -27,6 +29,10 @@ static REVISION: LazyLock<Regex> =
 static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)\bimage"?\s*[:=]\s*"?([A-Za-z0-9][^\s"',]*)"#).expect("static regex")
 });
+static SCALED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)Scaled (up|down) replica set \S+ to (\d+)(?: from (\d+))?")
+        .expect("static regex")
+});
 static CREATION_TIME_KEY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(creationTimestamp|firstTimestamp|eventTime|deployed|created)")
         .expect("static regex")
@@ -39,12 +45,18 @@ static IGNORED_TIME_KEY: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
-/// Deploys whose time falls inside the alert window. Returns nothing without an alert start.
-pub fn detect_deploys_in_window(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Finding> {
+/// Deploys whose time falls inside the alert window: from `deploy_window_before` before the
+/// symptom's onset (a metric step that began before the alert fired; else the alert's start)
+/// to shortly after the alert's start. Returns nothing without an alert start.
+pub(super) fn detect_deploys_in_window(
+    evidence: &[Evidence],
+    ctx: &DetectionContext,
+    onset: Option<DateTime<Utc>>,
+) -> Vec<Finding> {
     let Some(alert_start) = ctx.alert_start else {
         return Vec::new();
     };
-    let window_start = alert_start - ctx.deploy_window_before;
+    let window_start = onset.unwrap_or(alert_start).min(alert_start) - ctx.deploy_window_before;
     let window_end = alert_start + ctx.deploy_window_after;
     let mut out: Vec<Finding> = Vec::new();
     for item in evidence
@@ -92,6 +104,14 @@ pub fn detect_deploys_in_window(evidence: &[Evidence], ctx: &DetectionContext) -
                     refs.push(cite(item, quote));
                 }
             }
+            // The Deployment owning this ReplicaSet (`ownerReferences`: `kind: Deployment`,
+            // then `name:`), for the rollback command.
+            let owner = record.windows(2).find_map(|pair| {
+                (pair[0].trim().trim_start_matches("- ") == "kind: Deployment")
+                    .then(|| pair[1].trim().strip_prefix("name:"))
+                    .flatten()
+                    .map(|n| n.trim().to_string())
+            });
             out.push(Finding {
                 detector: DetectorKind::DeployInWindow,
                 title,
@@ -101,14 +121,109 @@ pub fn detect_deploys_in_window(evidence: &[Evidence], ctx: &DetectionContext) -
                 ),
                 confidence: Confidence::Medium,
                 verified: false,
-                resource: None,
+                resource: owner,
                 refs,
                 at: Some(time),
             });
         }
     }
+    for item in evidence
+        .iter()
+        .filter(|e| e.capability == Capability::Events)
+    {
+        out.extend(scaling(item, window_start, window_end, alert_start));
+    }
     out.sort_by_key(|f| std::cmp::Reverse(f.at));
     out
+}
+
+/// A Deployment whose replica count changed inside the window, read from its
+/// `ScalingReplicaSet` events: the new ReplicaSet scaled up to more replicas than the old one
+/// had ("Scaled up replica set api-7c9 to 12", "Scaled down replica set api-5b8 to 0 from 4").
+/// A rollout at a constant size is not a scale change.
+fn scaling(
+    item: &Evidence,
+    window_start: DateTime<Utc>,
+    window_end: DateTime<Utc>,
+    alert_start: DateTime<Utc>,
+) -> Option<Finding> {
+    let lines: Vec<&str> = item.excerpt.lines().collect();
+    let mut ups: Vec<(u64, Option<u64>, DateTime<Utc>, &str)> = Vec::new();
+    let mut downs: Vec<u64> = Vec::new();
+    let mut deployment: Option<String> = None;
+    for (start, end) in records(&lines) {
+        let record = &lines[start..end];
+        let Some(message) = record
+            .iter()
+            .find(|l| SCALED.is_match(l) && !looks_like_injection(l))
+        else {
+            continue;
+        };
+        let Some((_, time)) = record_time(record) else {
+            continue;
+        };
+        if time < window_start || time > window_end {
+            continue;
+        }
+        let Some(caps) = SCALED.captures(message) else {
+            continue;
+        };
+        let to: u64 = caps[2].parse().unwrap_or(0);
+        let from: Option<u64> = caps.get(3).and_then(|m| m.as_str().parse().ok());
+        if deployment.is_none() {
+            deployment = record.iter().find_map(|l| {
+                let t = l.trim_start().trim_start_matches("- ");
+                t.strip_prefix("Name:")
+                    .or_else(|| t.strip_prefix("name:"))
+                    .map(|n| n.trim().to_string())
+            });
+        }
+        if caps[1].eq_ignore_ascii_case("up") {
+            ups.push((to, from, time, message));
+        } else if let Some(from) = from {
+            downs.push(from);
+        }
+    }
+    let &(new_size, _, _, _) = ups.iter().max_by_key(|(to, ..)| *to)?;
+    let old_size = downs
+        .iter()
+        .copied()
+        .max()
+        .or_else(|| ups.iter().filter_map(|(_, from, ..)| *from).min())?;
+    if new_size <= old_size {
+        return None;
+    }
+    let &(_, _, first_at, first_line) = ups.iter().min_by_key(|(_, _, at, _)| *at)?;
+    let minutes = (alert_start - first_at).num_minutes();
+    let name = deployment.as_deref().map_or_else(
+        || "The Deployment".to_string(),
+        |d| format!("Deployment `{d}`"),
+    );
+    let title = format!(
+        "{name} scaled up from {old_size} to {new_size} replicas, {minutes} min before the alert"
+    );
+    let mut refs = vec![cite(item, quote_line(first_line))];
+    if let Some(&(_, _, _, largest)) = ups.iter().find(|(to, ..)| *to == new_size) {
+        let quote = quote_line(largest);
+        if !refs.iter().any(|c| c.quote == quote) {
+            refs.push(cite(item, quote));
+        }
+    }
+    Some(Finding {
+        detector: DetectorKind::DeployInWindow,
+        detail: format!(
+            "{name} went from {old_size} to {new_size} replicas at {} UTC, {minutes} min before \
+             the alert: more replicas mean more load on what they share (database connections, \
+             quotas, nodes).",
+            first_at.format("%H:%M:%S")
+        ),
+        title,
+        confidence: Confidence::Medium,
+        verified: false,
+        resource: deployment,
+        refs,
+        at: Some(first_at),
+    })
 }
 
 /// Ranges of lines forming one record: a YAML list item at the shallowest list indentation, a

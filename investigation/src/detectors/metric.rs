@@ -27,6 +27,11 @@ static VALUE_PAIR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"\[\s*(-?[0-9][0-9.eE+-]*)\s*,\s*"([^"]*)"\s*\]"#).expect("static regex")
 });
 
+/// An elision marker left by the excerpt (`… [12 lines omitted] …`, `… [900 chars
+/// omitted]`): text behind it may belong to another series.
+static OMISSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\[\d+ (?:lines?|chars) omitted").expect("static regex"));
+
 /// One series of a range query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricSeries {
@@ -107,6 +112,82 @@ fn parse_point(pair: &serde_json::Value) -> Option<(f64, f64)> {
     value.is_finite().then_some((ts, value))
 }
 
+/// A series as it stands in an evidence excerpt, with the verbatim text of its label object and
+/// of each value pair, so detectors can quote exactly what the excerpt shows.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct QuotedSeries<'a> {
+    pub series: MetricSeries,
+    /// The `{…}` label object, verbatim.
+    pub labels_text: &'a str,
+    /// The `[ts, "value"]` pair of each point, verbatim; parallel to `series.points`.
+    pub pair_texts: Vec<&'a str>,
+}
+
+impl QuotedSeries<'_> {
+    /// The verbatim pair of the point at Unix time `ts`, if the excerpt shows it.
+    pub fn pair_at(&self, ts: f64) -> Option<&str> {
+        self.series
+            .points
+            .iter()
+            .position(|(t, _)| (t - ts).abs() < 1e-3)
+            .and_then(|i| self.pair_texts.get(i).copied())
+    }
+}
+
+/// The series of a Prometheus matrix as far as `text` shows them. Unlike
+/// [`parse_prometheus_matrix`] this reads an excerpt the bound has cut (a long range query
+/// rarely fits): each `"metric"` label object takes the value pairs that follow it, up to the
+/// next label object or the first elision marker, whichever comes first, so points are never
+/// attributed to the wrong series. Pairs must be in time order with finite values; a label
+/// object that is not flat JSON is skipped.
+pub(super) fn quoted_series(text: &str) -> Vec<QuotedSeries<'_>> {
+    let objects: Vec<(usize, usize, &str)> = METRIC_KEY
+        .captures_iter(text)
+        .filter_map(|c| {
+            let whole = c.get(0)?;
+            let labels = c.get(1)?;
+            Some((whole.start(), labels.end(), labels.as_str()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (k, (_, labels_end, labels_text)) in objects.iter().enumerate() {
+        let Ok(map) =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(labels_text)
+        else {
+            continue;
+        };
+        let labels = map
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        let region_end = objects.get(k + 1).map_or(text.len(), |next| next.0);
+        let mut region = &text[*labels_end..region_end];
+        if let Some(marker) = OMISSION.find(region) {
+            region = &region[..marker.start()];
+        }
+        let mut points = Vec::new();
+        let mut pair_texts = Vec::new();
+        for c in VALUE_PAIR.captures_iter(region) {
+            let (Some(whole), Ok(ts), Ok(value)) =
+                (c.get(0), c[1].parse::<f64>(), c[2].parse::<f64>())
+            else {
+                continue;
+            };
+            let in_order = points.last().is_none_or(|(last, _)| ts > *last);
+            if value.is_finite() && in_order && from_unix_seconds(ts).is_some() {
+                points.push((ts, value));
+                pair_texts.push(whole.as_str());
+            }
+        }
+        out.push(QuotedSeries {
+            series: MetricSeries { labels, points },
+            labels_text,
+            pair_texts,
+        });
+    }
+    out
+}
+
 /// A sustained step up in a series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepChange {
@@ -167,7 +248,7 @@ pub fn find_step_change(points: &[(f64, f64)], params: &StepChangeParams) -> Opt
     })
 }
 
-fn median(values: &[f64]) -> f64 {
+pub(super) fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
@@ -259,7 +340,7 @@ pub(super) fn detect(evidence: &Evidence, ctx: &DetectionContext) -> Vec<Finding
     out
 }
 
-fn format_value(value: f64) -> String {
+pub(super) fn format_value(value: f64) -> String {
     let text = if value.abs() >= 100.0 {
         format!("{value:.0}")
     } else if value.abs() >= 1.0 {

@@ -36,7 +36,7 @@ static PULL_MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
 static QUOTED_IMAGE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"(?i)image\s+\\*"([^"\\\s]+)\\*""#).expect("static regex"));
 static UNSCHEDULABLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\bFailedScheduling\b|\d+/\d+ nodes are available|didn't match (?:pod's )?node (?:affinity|selector)|untolerated taint|\bInsufficient [a-z./-]+|unbound immediate PersistentVolumeClaims|volume node affinity conflict")
+    Regex::new(r"(?i)\bFailedScheduling\b|\d+/\d+ nodes are available|didn't match (?:pod's )?node (?:affinity|selector)|untolerated taint|(?-i:\bInsufficient) [a-z./-]+|unbound immediate PersistentVolumeClaims|volume node affinity conflict")
         .expect("static regex")
 });
 static NODES_AVAILABLE: LazyLock<Regex> =
@@ -57,6 +57,8 @@ static CONFIG_SPECIFIC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)\b(?:secrets?|configmaps?)\s+\\?"[^"\\]+\\?"\s+not found|couldn't find key \S+ in (?:Secret|ConfigMap)\s+\S+|MountVolume\.\S+ failed.*"#)
         .expect("static regex")
 });
+static SERVER_ERROR_STATUS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)status ?code:? 5\d\d\b").expect("static regex"));
 static DISK_PRESSURE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\bNodeHasDiskPressure\b|\bDiskPressure\b\s+True\b|condition:?\s*\[?DiskPressure|low on resource: ephemeral-storage|ephemeral local storage usage exceeds|no space left on device|node\.kubernetes\.io/disk-pressure|\bEvicted\b.*ephemeral-storage")
         .expect("static regex")
@@ -98,6 +100,7 @@ pub(super) fn detect(evidence: &Evidence, ctx: &DetectionContext) -> Vec<Finding
         evidence,
         lines: &lines,
         resource: resource.as_deref(),
+        service_level: ctx.service_level,
     };
     let mut out = Vec::new();
     out.extend(scan.crash_loop());
@@ -115,6 +118,8 @@ struct Scan<'a> {
     evidence: &'a Evidence,
     lines: &'a [&'a str],
     resource: Option<&'a str>,
+    /// The alert is about the service's requests, not the pod's readiness.
+    service_level: bool,
 }
 
 impl Scan<'_> {
@@ -490,6 +495,21 @@ impl Scan<'_> {
                 ),
             );
             finding.confidence = Confidence::Medium;
+            // Under an error-rate or latency alert, a readiness probe answered with a server
+            // error is one more symptom: the application itself reports that it cannot serve
+            // (a dependency, a pool). For a not-ready alert it is the explanation.
+            if self.service_level
+                && kind.eq_ignore_ascii_case("readiness")
+                && SERVER_ERROR_STATUS.is_match(&message)
+            {
+                finding.verified = false;
+                finding.detail = format!(
+                    "The readiness probe{} gets {message}: the application reports itself unable \
+                     to serve, so the pod is taken out of service endpoints. Why it cannot serve \
+                     is in its log.",
+                    self.in_pod()
+                );
+            }
             let start = caps.get(0).map_or(0, |m| m.start());
             finding
                 .refs

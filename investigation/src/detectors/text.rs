@@ -162,10 +162,33 @@ pub fn is_tool_error_line(line: &str) -> bool {
 /// plane), as opposed to free text written by applications.
 pub fn is_structural(evidence: &Evidence) -> bool {
     match &evidence.capability {
-        Capability::PodDescribe | Capability::WorkloadDescribe | Capability::Events => true,
+        Capability::PodDescribe
+        | Capability::ObjectGet
+        | Capability::ObjectList
+        | Capability::Events => true,
         Capability::Other(tool) => !is_log_like_tool(tool),
         _ => false,
     }
+}
+
+static JSON_LOG_LINE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#""line"\s*:\s*"((?:[^"\\]|\\.)*)""#).expect("static regex"));
+
+/// The log lines of an evidence item, each a verbatim slice of its excerpt: the excerpt's lines,
+/// or for a log store's JSON answer (`[{"line": "…"}]`) each entry's line as it appears in the
+/// JSON text (escapes and all), so a quote cut from it occurs in the excerpt.
+pub fn log_lines(evidence: &Evidence) -> Vec<&str> {
+    let text = evidence.excerpt.as_str();
+    if evidence.capability == Capability::LogQuery && text.trim_start().starts_with('[') {
+        let lines: Vec<&str> = JSON_LOG_LINE
+            .captures_iter(text)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .collect();
+        if !lines.is_empty() {
+            return lines;
+        }
+    }
+    text.lines().collect()
 }
 
 /// Evidence whose text was written by the application (container logs, log queries).

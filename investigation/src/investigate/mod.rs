@@ -1,53 +1,52 @@
-//! The `investigate` node: the fixed first-level steps (steps 3–5 of the seven in
-//! ARCHITECTURE.md, and the alert's own metric), each tool result turned into evidence `E1…`, then the deterministic detectors.
+//! The `investigate` node: the evidence plan over the Kubernetes object graph (steps 2–5 of the
+//! seven in ARCHITECTURE.md), each tool result turned into evidence `E1…`, then the
+//! deterministic detectors.
 //!
-//! The steps, in this order, each from what the alert names:
+//! - [`target`]: the objects the alert names, from every label kube-prometheus alerts carry, or
+//!   resolved through the cluster when it names none;
+//! - [`walk`]: from those objects to the pods that matter (a workload's by its selector, a
+//!   Service's, a namespace's failing ones), their containers' logs and events, their nodes and
+//!   claims, the namespace's warnings, the rollout history;
+//! - [`telemetry`]: the alert's expression (or the catalogue's) over a trend window, resource
+//!   metrics, Loki error lines and Tempo traces;
+//! - [`collect`]: the [`Collector`] that sends the requests within the round's tool-call and
+//!   time budgets and keeps the [`plan`] as it ran;
+//! - [`kube`] and [`pods`]: reading what the tools say about objects and pods.
 //!
-//! 1. describe the pod; when the alert is about a Kubernetes Job, describe the Job and, when no
-//!    pod is named, list its pods (`job-name=<job>`) and read the current log and the events of
-//!    at most [`MAX_JOB_PODS`] failed ones, newest first;
-//! 2. the *previous* container's log, when the pod restarted (restart count > 0, last state
-//!    terminated, or CrashLoopBackOff in the description), or when the description could not
-//!    be read (then nobody knows, and the previous log is the one that explains a crash);
-//! 3. the current container's log;
-//! 4. events for the pod (else the workload);
-//! 5. the workload's deploy history (not for a Job or CronJob, which have none);
-//! 6. the alert's own expression as a range query over the alert window.
+//! Heartbeat alerts of the standard catalogue (`Watchdog`, `InfoInhibitor`) fire on purpose:
+//! nothing is investigated, the report says what they are. Findings about objects the walk did
+//! not reach from the alert (a neighbour's OOM in the namespace's warnings) are context: shown,
+//! never confirmed as this alert's cause.
 //!
-//! A step whose target the alert does not name is skipped and recorded as missing with the
-//! reason; pods are never guessed from a deployment or service name (a Job's pods are found by
-//! its `job-name` label). Evidence ids are assigned in call order, so the same alert against the
-//! same world yields the same ids.
-//!
-//! Layout: `steps` decides what to ask for from the alert; `pods` reads the pod lists and pod
-//! descriptions the tools return ([`failed_job_pods`], [`restart_signal`]); `collect` holds the
-//! [`Collector`], which makes the requests and keeps their results as evidence or missing
-//! evidence within the round's budget.
-//!
-//! Model seam: when a model is configured, a bounded ReAct leaf over the allowlisted tools runs
-//! after the fixed steps, appending its own evidence through the same [`Collector`]; the fixed
-//! steps and detectors stay as they are.
+//! With a model configured, `model_path` lets the model call the same tools after the round,
+//! one step at a time, through a [`Collector`] holding what is left of this round's tool-call
+//! budget.
 
 mod collect;
+pub mod kube;
+pub mod plan;
 mod pods;
-mod steps;
+pub mod target;
+mod telemetry;
+pub mod walk;
 
 use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::detectors::{DetectionContext, run_detectors};
+use crate::catalogue;
+use crate::detectors::{Confidence, DetectionContext, Finding, run_detectors};
 use crate::excerpt::ExcerptLimits;
 use crate::tools::EvidenceSource;
 
 use super::state::{IncidentState, IncidentUpdate, Usage};
-use steps::fixed_steps;
 
 pub use collect::Collector;
-pub use pods::{failed_job_pods, restart_signal};
-pub use steps::MAX_JOB_PODS;
+pub use plan::{PlanStep, StepOutcome, render_plan};
+pub use pods::restart_signal;
+pub use walk::{Found, MAX_PODS};
 
-/// Bounds of the fixed steps.
+/// Bounds of the investigation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InvestigateOptions {
     /// Excerpt sizes: per item and per round (default 3,500 / 40,000 characters).
@@ -57,12 +56,14 @@ pub struct InvestigateOptions {
     /// Longest wait for one evidence request; a request still running then is missing
     /// evidence, not a failed round. The tool layer has its own per-call timeout too.
     pub fetch_timeout: Duration,
-    /// The alert window starts this long before the alert's start.
+    /// Tool calls one round may make; later steps are recorded as not sent.
+    pub max_tool_calls: u32,
+    /// Wall time the investigation may take; no request is sent after it.
+    pub time_budget: Duration,
+    /// Logs and traces are read from this long before the alert's start…
     pub window_before: chrono::Duration,
-    /// … and ends this long after it.
+    /// … to this long after it (metric windows end there too).
     pub window_after: chrono::Duration,
-    /// Resolution of the metric range query.
-    pub metric_step_secs: u32,
 }
 
 impl Default for InvestigateOptions {
@@ -71,14 +72,16 @@ impl Default for InvestigateOptions {
             limits: ExcerptLimits::default(),
             tail_lines: 300,
             fetch_timeout: Duration::from_secs(20),
+            max_tool_calls: firstline_model::limits::MAX_TOOL_CALLS,
+            time_budget: Duration::from_secs(firstline_model::limits::INVESTIGATE_SECS),
             window_before: chrono::Duration::minutes(30),
             window_after: chrono::Duration::minutes(15),
-            metric_step_secs: 60,
         }
     }
 }
 
-/// Runs the fixed steps against `source` and the detectors over what they returned.
+/// Walks the object graph from the alert against `source`, within the budgets, and runs the
+/// detectors over what came back.
 pub async fn investigate<E: EvidenceSource>(
     source: &E,
     state: &IncidentState,
@@ -95,29 +98,70 @@ pub async fn investigate<E: EvidenceSource>(
         findings = tracing::field::Empty,
     );
     async {
+        if target
+            .alertname
+            .as_deref()
+            .is_some_and(catalogue::is_heartbeat)
+        {
+            tracing::info!("a heartbeat alert: nothing to investigate");
+            return IncidentUpdate::default();
+        }
         let first_id = u32::try_from(state.evidence.len())
             .unwrap_or(u32::MAX - 1)
             .saturating_add(1);
-        let mut steps = Collector::new(source, options, first_id);
-        fixed_steps(&mut steps, state, options).await;
+        let mut collector = Collector::new(source, options, first_id);
+        let found = walk::walk(&mut collector, state, options).await;
 
         let mut ctx = DetectionContext::for_alert(target);
         ctx.alert_start = state.alert.anchor();
-        let findings = run_detectors(&steps.evidence, &ctx);
+        let mut findings = run_detectors(&collector.evidence, &ctx);
+        demote_unrelated(&mut findings, &found);
 
         let current = tracing::Span::current();
-        current.record("evidence", steps.evidence.len());
-        current.record("missing", steps.missing.len());
+        current.record("evidence", collector.evidence.len());
+        current.record("missing", collector.missing.len());
         current.record("findings", findings.len());
         IncidentUpdate::default()
-            .evidence(steps.evidence)
-            .missing(steps.missing)
+            .evidence(collector.evidence)
+            .missing(collector.missing)
             .findings(findings)
+            .plan(collector.plan)
             .usage(Usage {
-                tool_calls: steps.calls,
+                tool_calls: collector.calls,
                 ..Usage::default()
             })
     }
     .instrument(span)
     .await
+}
+
+/// A finding about an object the walk did not reach from the alert is context: it stays in the
+/// report, unconfirmed, at low confidence. A slow span is exempt: it was found in the alerting
+/// service's own requests, whichever service it runs in.
+fn demote_unrelated(findings: &mut [Finding], found: &Found) {
+    if found.related.is_empty() {
+        return;
+    }
+    for finding in findings
+        .iter_mut()
+        .filter(|f| f.detector != crate::detectors::DetectorKind::SlowSpan)
+    {
+        let unrelated = finding.resource.as_deref().is_some_and(|resource| {
+            !found.related.iter().any(|r| {
+                resource == r
+                    || resource.starts_with(&format!("{r}-"))
+                    || r.starts_with(&format!("{resource}-"))
+            })
+        });
+        if unrelated && finding.verified {
+            finding.verified = false;
+            finding.confidence = Confidence::Low;
+            finding.detail = format!(
+                "{} (About `{}`, which the alert does not name: context, not this alert's cause.)",
+                finding.detail,
+                finding.resource.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    crate::detectors::rank_findings(findings);
 }

@@ -40,6 +40,11 @@ impl FakeSource {
 }
 
 impl EvidenceSource for FakeSource {
+    /// Only what the world serves or fails is configured, as with a real server's tool list.
+    fn supports(&self, capability: &Capability) -> bool {
+        self.answers.iter().any(|(c, _)| c == capability)
+    }
+
     async fn fetch(&self, request: CapabilityRequest) -> Fetched {
         let capability = request.capability();
         self.requests
@@ -73,7 +78,8 @@ impl EvidenceSource for FakeSource {
 fn tool_name(request: &CapabilityRequest) -> &'static str {
     match request {
         CapabilityRequest::PodDescribe { .. } => "pods_get",
-        CapabilityRequest::WorkloadDescribe { .. } => "resources_get",
+        CapabilityRequest::ObjectGet { .. } => "resources_get",
+        CapabilityRequest::ObjectList { .. } => "resources_list",
         CapabilityRequest::PodList { .. } => "pods_list_in_namespace",
         CapabilityRequest::PodLogs { .. } => "pods_log",
         CapabilityRequest::Events { .. } => "events_list",

@@ -1,12 +1,12 @@
-//! A failed Kubernetes Job: the Job is described, its pods are found by `job-name`, and the
-//! current logs and events of the newest failed ones are read.
+//! A failed Kubernetes Job: the Job is read, its pods are found by `job-name`, and the current
+//! logs and events of the newest failed ones are read.
 
 use std::sync::Arc;
 
 use super::fake::FakeSource;
 use super::*;
 use crate::detectors::DetectorKind;
-use crate::investigate::{InvestigateOptions, failed_job_pods, investigate};
+use crate::investigate::{InvestigateOptions, investigate};
 use crate::tools::CapabilityRequest;
 
 const JOB_ALERT: &str = "\
@@ -32,15 +32,13 @@ Events:
   Warning  BackoffLimitExceeded  2m    job-controller  Job has reached the specified backoff limit
 ";
 
-/// A `kubectl get pods --show-labels` table of the whole namespace: three failed pods of the
-/// job (the oldest must not be read), a neighbour failing for its own reasons, and a running pod.
+/// A `kubectl get pods -l job-name=nightly-report --show-labels` table: three failed pods of
+/// the job, of which only the newest two are read.
 const POD_TABLE: &str = "\
 NAME                   READY   STATUS             RESTARTS        AGE   LABELS
 nightly-report-aaaaa   0/1     Error              0               9m    batch.kubernetes.io/job-name=nightly-report,job-name=nightly-report
 nightly-report-bbbbb   0/1     Error              0               5m    batch.kubernetes.io/job-name=nightly-report,job-name=nightly-report
 nightly-report-ccccc   0/1     Error              0               1h2m  job-name=nightly-report
-nightly-report-x       0/1     CrashLoopBackOff   7 (1m ago)      3d    app=nightly-report-x
-web-5d8f-qq1         1/1     Running            0               2d    app=web
 ";
 
 const POD_LOG: &str = "\
@@ -50,7 +48,7 @@ ERROR dial tcp 10.0.0.7:5432: connect: connection refused (host reports-db:5432)
 
 fn job_world() -> FakeSource {
     FakeSource::new()
-        .serve(Capability::WorkloadDescribe, JOB_DESCRIBE)
+        .serve(Capability::ObjectGet, JOB_DESCRIBE)
         .serve(Capability::PodList, POD_TABLE)
         .serve(Capability::PodLogsCurrent, POD_LOG)
         .serve(Capability::Events, "No resources found in batch namespace.")
@@ -79,29 +77,43 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
         previous,
         tail_lines: InvestigateOptions::default().tail_lines,
     };
-    let events = |object: &str| CapabilityRequest::Events {
+    let events = |object: Option<&str>| CapabilityRequest::Events {
         namespace: "batch".into(),
-        object: Some(object.into()),
+        object: object.map(str::to_string),
+        warnings_only: object.is_none(),
     };
     assert_eq!(
-        requests,
+        requests[..7],
         [
-            CapabilityRequest::WorkloadDescribe {
-                namespace: "batch".into(),
+            CapabilityRequest::ObjectGet {
+                namespace: Some("batch".into()),
                 kind: "Job".into(),
                 name: "nightly-report".into(),
             },
             CapabilityRequest::PodList {
                 namespace: "batch".into(),
-                label_selector: "job-name=nightly-report".into(),
+                label_selector: Some("job-name=nightly-report".into()),
             },
-            // Newest failed pod first, at most two; the neighbour is not the job's.
+            // Newest failed pod first, at most two. Neither restarted in place, so no previous
+            // log is asked for (and this world has no pod description to ask for).
             pod_request("nightly-report-bbbbb", false),
-            events("nightly-report-bbbbb"),
+            events(Some("nightly-report-bbbbb")),
             pod_request("nightly-report-aaaaa", false),
-            events("nightly-report-aaaaa"),
-            events("nightly-report"),
+            events(Some("nightly-report-aaaaa")),
+            // The namespace's warnings carry the Job controller's BackoffLimitExceeded.
+            events(None),
         ]
+    );
+    // Then only the alert's own expression: a batch job has no request traffic to trace.
+    assert!(
+        requests[7..]
+            .iter()
+            .all(|r| matches!(r, CapabilityRequest::MetricRange { .. })),
+        "{requests:#?}"
+    );
+    assert!(
+        !requests.contains(&pod_request("nightly-report-ccccc", false)),
+        "the oldest failed pod is not read"
     );
 
     // Deterministic ids in call order.
@@ -113,7 +125,7 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
     assert_eq!(
         ids,
         [
-            ("E1".to_string(), Capability::WorkloadDescribe),
+            ("E1".to_string(), Capability::ObjectGet),
             ("E2".to_string(), Capability::PodList),
             ("E3".to_string(), Capability::PodLogsCurrent),
             ("E4".to_string(), Capability::Events),
@@ -154,19 +166,31 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
             .iter()
             .any(|m| m.capability == capability && m.reason.contains(needle))
     };
-    assert!(skipped(Capability::PodLogsCurrent, "only the newest 2"));
     assert!(skipped(
-        Capability::PodLogsPrevious,
-        "not restarted in place"
+        Capability::PodDescribe,
+        "only the 2 most in trouble"
     ));
-    assert!(skipped(Capability::DeployHistory, "no rollout history"));
-    assert!(skipped(Capability::PodDescribe, "pods listed instead"));
+    assert!(skipped(
+        Capability::DeployHistory,
+        "no Deployment rollout history"
+    ));
+    // The plan says why each call was made, in order.
+    let plan = update.plan.as_deref().expect("a plan");
+    assert_eq!(
+        plan.iter().filter(|s| s.outcome.called()).count(),
+        requests.len()
+    );
+    assert!(
+        plan[1].why.contains("job-name=nightly-report"),
+        "{:?}",
+        plan[1]
+    );
 }
 
 #[tokio::test]
 async fn a_job_whose_pods_cannot_be_listed_records_why_no_log_was_read() {
     let source = FakeSource::new()
-        .serve(Capability::WorkloadDescribe, JOB_DESCRIBE)
+        .serve(Capability::ObjectGet, JOB_DESCRIBE)
         .fail(Capability::PodList, "pods_list_in_namespace is not allowed");
     let update = investigate(&source, &input(JOB_ALERT), &InvestigateOptions::default()).await;
     assert!(
@@ -201,72 +225,4 @@ async fn a_whole_round_on_a_failed_job_cites_the_backoff_limit() {
     // A Job's failed runs are separate pods: no `--previous` advice.
     let posted = crate::render_markdown(&done);
     assert!(!posted.contains("--previous"), "{posted}");
-}
-
-#[test]
-fn failed_job_pods_reads_tables_and_yaml_lists() {
-    assert_eq!(
-        failed_job_pods(POD_TABLE, "nightly-report"),
-        [
-            "nightly-report-bbbbb",
-            "nightly-report-aaaaa",
-            "nightly-report-ccccc"
-        ]
-    );
-    // Without labels, membership is by name.
-    let plain = "\
-NAME                   READY   STATUS      RESTARTS   AGE
-nightly-report-aaaaa   0/1     Error       0          9m
-nightly-report-bbbbb   0/1     Completed   0          5m
-other-1                0/1     Error       0          1m
-";
-    assert_eq!(
-        failed_job_pods(plain, "nightly-report"),
-        ["nightly-report-aaaaa"]
-    );
-
-    // kubernetes-mcp-server's YAML list (labelSelector already applied).
-    let yaml = "\
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    creationTimestamp: \"2025-03-04T02:01:00Z\"
-    labels:
-      job-name: nightly-report
-    name: nightly-report-aaaaa
-    namespace: batch
-  spec:
-    containers:
-    - name: report
-  status:
-    phase: Failed
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    creationTimestamp: \"2025-03-04T02:05:00Z\"
-    labels:
-      job-name: nightly-report
-    name: nightly-report-bbbbb
-    namespace: batch
-  spec:
-    containers:
-    - name: report
-  status:
-    phase: Failed
-- apiVersion: v1
-  kind: Pod
-  metadata:
-    creationTimestamp: \"2025-03-04T02:09:00Z\"
-    labels:
-      job-name: nightly-report
-    name: nightly-report-ccccc
-  status:
-    phase: Running
-";
-    assert_eq!(
-        failed_job_pods(yaml, "nightly-report"),
-        ["nightly-report-bbbbb", "nightly-report-aaaaa"]
-    );
-    assert!(failed_job_pods("", "nightly-report").is_empty());
-    assert!(failed_job_pods("[]", "nightly-report").is_empty());
 }

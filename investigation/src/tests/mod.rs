@@ -3,12 +3,15 @@
 //! `FakeSource` is an in-process [`EvidenceSource`] serving fixed text per capability — a unit
 //! test of the node logic; the end-to-end path over real MCP servers is tested with the lab.
 
+mod budgets;
 mod fake;
 mod graph_shape;
 mod jobs;
 mod judging;
+mod model_path;
 mod nodes;
 mod recall_db;
+mod strongest;
 
 use fake::FakeSource;
 

@@ -15,7 +15,8 @@ async fn crash_loop_with_config_error_in_previous_log_is_grounded() {
     let done = run(&source, CRASH_ALERT).await;
 
     assert!(done.grounded(), "verdict: {:#?}", done.verdict);
-    // Call order: describe, previous log (it restarted), current log, events, deploys, metric.
+    // Call order: describe, previous log (it restarted), current log, the pod's events, the
+    // namespace's warnings, deploys, the Deployment's events, then metrics.
     let ids: Vec<(String, Capability)> = done
         .evidence
         .iter()
@@ -28,10 +29,13 @@ async fn crash_loop_with_config_error_in_previous_log_is_grounded() {
             ("E2".to_string(), Capability::PodLogsPrevious),
             ("E3".to_string(), Capability::PodLogsCurrent),
             ("E4".to_string(), Capability::Events),
-            ("E5".to_string(), Capability::DeployHistory),
+            ("E5".to_string(), Capability::Events),
+            ("E6".to_string(), Capability::DeployHistory),
+            ("E7".to_string(), Capability::Events),
         ]
     );
-    assert_eq!(done.usage.tool_calls, 6);
+    // Then the alert's expression and the restart trend.
+    assert_eq!(done.usage.tool_calls, 9);
     assert!(
         done.missing
             .iter()
@@ -146,11 +150,12 @@ async fn all_tools_missing_asks_concrete_questions_naming_the_failure() {
     assert!(done.evidence.is_empty());
     assert!(done.findings.is_empty());
     assert_eq!(
-        done.usage.tool_calls, 6,
-        "describe, both logs (restart state unknown), events, deploys, metric"
+        done.usage.tool_calls, 9,
+        "describe, both logs (restart state unknown), the pod's events, the namespace's \
+         warnings, deploys, the Deployment's events, the alert's metric, the restart trend"
     );
-    // Six failed requests and recall's "memory unavailable" (no database in this test).
-    assert_eq!(done.missing.len(), 7, "{:#?}", done.missing);
+    // Nine failed requests and recall's "memory unavailable" (no database in this test).
+    assert_eq!(done.missing.len(), 10, "{:#?}", done.missing);
     assert!(done.missing.iter().all(|m| m.kind == MissingKind::Failed));
     assert!((1..=3).contains(&done.questions.len()));
     let first = &done.questions[0];
@@ -258,16 +263,19 @@ async fn deployment_only_alert_does_not_guess_a_pod() {
         )),
         "{requests:#?}"
     );
-    let describe = done
+    // The Deployment and its pods could not be read in this world: the report says so, and no
+    // pod is guessed from the name.
+    let unread = done
         .missing
         .iter()
-        .find(|m| m.capability == Capability::PodDescribe)
-        .expect("describe recorded as missing");
-    assert_eq!(describe.kind, MissingKind::Skipped);
+        .find(|m| m.capability == Capability::PodLogsCurrent)
+        .expect("the unread log recorded as missing");
+    assert_eq!(unread.kind, MissingKind::Skipped);
     assert!(
-        describe
+        unread
             .reason
-            .contains("deployment `payments-api` but no pod")
+            .contains("pods of deployment `payments-api` could not be listed"),
+        "{unread:?}"
     );
     assert!(
         done.questions
@@ -331,5 +339,45 @@ async fn a_small_round_budget_bounds_every_excerpt() {
         update.evidence[1]
             .excerpt
             .contains("PAYMENT_MODE is not set")
+    );
+}
+
+#[tokio::test]
+async fn a_heartbeat_alert_is_answered_as_one_without_calling_a_tool() {
+    let alert = "\
+[FIRING:1] Watchdog (monitoring prometheus-k8s)
+*Alert:* An alert that should always be firing to certify that Alertmanager is working properly. - `none`
+*Details:*
+  • *alertname:* `Watchdog`
+  • *namespace:* `monitoring`
+  • *severity:* `none`
+  • *startsAt:* `2025-03-04T14:02:00Z`
+";
+    // A world that would answer every request: none is made.
+    let source = Arc::new(crash_loop_world());
+    let done = run(&source, alert).await;
+
+    assert!(source.requests().is_empty(), "{:#?}", source.requests());
+    assert!(done.evidence.is_empty());
+    assert!(done.findings.is_empty());
+    assert_eq!(done.usage.tool_calls, 0);
+    let report = done.report.as_ref().expect("report");
+    assert!(
+        report.heartbeat.as_deref().is_some_and(
+            |h| h.starts_with("`Watchdog` is a heartbeat: it always fires, on purpose")
+        ),
+        "{report:#?}"
+    );
+    assert!(report.causes.is_empty() && report.next_steps.is_empty());
+    assert!(done.grounded(), "a heartbeat is answered, not questioned");
+    assert!(done.questions.is_empty(), "{:#?}", done.questions);
+    let text = render_markdown(&done);
+    assert!(
+        text.contains("*Heartbeat*: `Watchdog` is a heartbeat"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("*Cause*") && !text.contains("*Questions*"),
+        "{text}"
     );
 }

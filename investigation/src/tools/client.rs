@@ -5,8 +5,10 @@
 //! remembered for [`RETRY_AFTER`], so a server that is down costs one timeout per round, not one
 //! per step. A connection whose transport closed is dropped and reopened on the next call.
 //!
-//! The HTTP client is plain HTTP only for now (no TLS feature in reqwest, so no second rustls
-//! crypto provider next to the Slack client's): MCP servers are reached in-cluster or over stdio.
+//! MCP servers are reached over plain HTTP in-cluster or over stdio (configuration accepts
+//! `http://` only for now). reqwest is built with rustls but no crypto provider (the model
+//! client needs TLS; the workspace has one provider, ring), so ring is installed before the
+//! first HTTP client is built: without a process-wide provider reqwest refuses to build one.
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -171,6 +173,7 @@ fn describe(error: &ServiceError) -> String {
 async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
     let client: Client = match &spec.transport {
         Transport::Http(url) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             ().serve(transport)
                 .await

@@ -515,6 +515,10 @@ fn tool_error_reason(server: &str, tool: &str, text: &str) -> String {
 }
 
 impl EvidenceSource for RoundTools {
+    fn supports(&self, capability: &Capability) -> bool {
+        self.tools.binding(capability).is_some()
+    }
+
     async fn fetch(&self, request: CapabilityRequest) -> Fetched {
         let capability = request.capability();
         let Some(key) = capability_key(&capability) else {

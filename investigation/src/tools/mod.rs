@@ -30,22 +30,32 @@ pub enum CapabilityRequest {
         /// Pod name.
         pod: String,
     },
-    /// A workload object (Job, CronJob, Deployment, …) by kind and name, e.g. a Job's status,
-    /// conditions and events summary (`BackoffLimitExceeded`).
-    WorkloadDescribe {
-        /// Namespace.
-        namespace: String,
-        /// Kubernetes kind as the API names it (`Job`, `Deployment`).
+    /// One object by kind and name: a workload's spec, status and conditions (a Job's
+    /// `BackoffLimitExceeded`), a Service's selector, a Node's conditions, a PVC's phase.
+    ObjectGet {
+        /// Namespace; `None` for cluster-scoped kinds (Node, StorageClass, PersistentVolume).
+        namespace: Option<String>,
+        /// Kubernetes kind as the API names it (`Job`, `Deployment`, `Node`).
         kind: String,
         /// Object name.
         name: String,
     },
-    /// The pods of a namespace matching a label selector (e.g. `job-name=<job>`).
+    /// Objects of one kind (the Jobs of a namespace, its quotas), optionally by label selector.
+    ObjectList {
+        /// Namespace; `None` for cluster-scoped kinds or all namespaces.
+        namespace: Option<String>,
+        /// Kubernetes kind as the API names it.
+        kind: String,
+        /// Label selector, e.g. `app=checkout`.
+        label_selector: Option<String>,
+    },
+    /// The pods of a namespace, all of them or those matching a label selector (a workload's
+    /// selector, `job-name=<job>`).
     PodList {
         /// Namespace.
         namespace: String,
-        /// Label selector, e.g. `job-name=backup`.
-        label_selector: String,
+        /// Label selector, e.g. `job-name=backup`; `None` lists every pod of the namespace.
+        label_selector: Option<String>,
     },
     /// A container's log: the current one, or the previous (crashed) one.
     PodLogs {
@@ -60,12 +70,14 @@ pub enum CapabilityRequest {
         /// At most this many lines from the end.
         tail_lines: u32,
     },
-    /// Events in a namespace, optionally for one involved object.
+    /// Events in a namespace, optionally for one involved object, optionally warnings only.
     Events {
         /// Namespace.
         namespace: String,
         /// Name of the involved object (pod, deployment), if known.
         object: Option<String>,
+        /// Only `type=Warning` events (a namespace-wide sweep).
+        warnings_only: bool,
     },
     /// Rollout / deploy history of a workload.
     DeployHistory {
@@ -114,7 +126,8 @@ impl CapabilityRequest {
     pub fn capability(&self) -> Capability {
         match self {
             CapabilityRequest::PodDescribe { .. } => Capability::PodDescribe,
-            CapabilityRequest::WorkloadDescribe { .. } => Capability::WorkloadDescribe,
+            CapabilityRequest::ObjectGet { .. } => Capability::ObjectGet,
+            CapabilityRequest::ObjectList { .. } => Capability::ObjectList,
             CapabilityRequest::PodList { .. } => Capability::PodList,
             CapabilityRequest::PodLogs { previous: true, .. } => Capability::PodLogsPrevious,
             CapabilityRequest::PodLogs {
@@ -163,6 +176,13 @@ pub trait EvidenceSource: Send + Sync + 'static {
     /// Fetches one piece of evidence. Never panics and never fails: failure is
     /// [`Fetched::Missing`] with a reason an on-call engineer can act on.
     fn fetch(&self, request: CapabilityRequest) -> impl Future<Output = Fetched> + Send;
+
+    /// Whether a configured server offers `capability` at all (an unconfigured one is skipped,
+    /// not asked and failed).
+    fn supports(&self, capability: &Capability) -> bool {
+        let _ = capability;
+        true
+    }
 }
 
 mod client;

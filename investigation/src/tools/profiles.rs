@@ -87,13 +87,23 @@ fn kubernetes() -> Vec<ProfileBinding> {
             json!({"namespace": "{namespace}", "name": "{pod}"}),
         ),
         binding(
-            "workload_describe",
+            "object_get",
             "resources_get",
             json!({
                 "apiVersion": "{api_version}",
                 "kind": "{kind}",
                 "namespace": "{namespace}",
-                "name": "{workload}",
+                "name": "{name}",
+            }),
+        ),
+        binding(
+            "object_list",
+            "resources_list",
+            json!({
+                "apiVersion": "{api_version}",
+                "kind": "{kind}",
+                "namespace": "{namespace}",
+                "labelSelector": "{label_selector}",
             }),
         ),
         binding(
@@ -106,7 +116,7 @@ fn kubernetes() -> Vec<ProfileBinding> {
         binding(
             "events",
             "events_list",
-            json!({"namespace": "{namespace}", "fieldSelector": "involvedObject.name={object}"}),
+            json!({"namespace": "{namespace}", "fieldSelector": "{event_selector}"}),
         ),
         binding(
             "deploy_history",
@@ -189,7 +199,7 @@ mod tests {
     }
 
     #[test]
-    fn job_capabilities_map_onto_resources_get_and_pods_list_in_namespace() {
+    fn object_capabilities_map_onto_resources_get_list_and_pods_list_in_namespace() {
         use super::super::CapabilityRequest;
         use super::super::template::{render, request_fields};
         let bindings = profile("kubernetes-mcp-server").unwrap();
@@ -202,34 +212,50 @@ mod tests {
             let args = render(&template, &request_fields(request), &Default::default());
             (b.tool, Value::Object(args))
         };
-        let describe = CapabilityRequest::WorkloadDescribe {
-            namespace: "batch".into(),
+        let job = CapabilityRequest::ObjectGet {
+            namespace: Some("batch".into()),
             kind: "Job".into(),
             name: "backup".into(),
         };
+        assert_eq!(job.capability(), crate::evidence::Capability::ObjectGet);
         assert_eq!(
-            describe.capability(),
-            crate::evidence::Capability::WorkloadDescribe
-        );
-        assert_eq!(
-            args("workload_describe", &describe),
+            args("object_get", &job),
             (
                 "resources_get",
                 json!({"apiVersion": "batch/v1", "kind": "Job", "namespace": "batch", "name": "backup"})
             )
         );
-        let deployment = CapabilityRequest::WorkloadDescribe {
-            namespace: "web".into(),
+        let deployment = CapabilityRequest::ObjectGet {
+            namespace: Some("web".into()),
             kind: "Deployment".into(),
             name: "api".into(),
         };
+        assert_eq!(args("object_get", &deployment).1["apiVersion"], "apps/v1");
+        // A cluster-scoped kind goes without a namespace.
+        let node = CapabilityRequest::ObjectGet {
+            namespace: None,
+            kind: "Node".into(),
+            name: "ip-10-0-1-7".into(),
+        };
         assert_eq!(
-            args("workload_describe", &deployment).1["apiVersion"],
-            "apps/v1"
+            args("object_get", &node).1,
+            json!({"apiVersion": "v1", "kind": "Node", "name": "ip-10-0-1-7"})
+        );
+        let claims = CapabilityRequest::ObjectList {
+            namespace: Some("db".into()),
+            kind: "PersistentVolumeClaim".into(),
+            label_selector: Some("app=postgres".into()),
+        };
+        assert_eq!(
+            args("object_list", &claims),
+            (
+                "resources_list",
+                json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": "db", "labelSelector": "app=postgres"})
+            )
         );
         let list = CapabilityRequest::PodList {
             namespace: "batch".into(),
-            label_selector: "job-name=backup".into(),
+            label_selector: Some("job-name=backup".into()),
         };
         assert_eq!(list.capability(), crate::evidence::Capability::PodList);
         assert_eq!(
@@ -239,10 +265,16 @@ mod tests {
                 json!({"namespace": "batch", "labelSelector": "job-name=backup"})
             )
         );
-        // The lab serves both under the same names.
+        let all = CapabilityRequest::PodList {
+            namespace: "batch".into(),
+            label_selector: None,
+        };
+        assert_eq!(args("pod_list", &all).1, json!({"namespace": "batch"}));
+        // The lab serves all of them under the same names.
         let lab = profile("lab").unwrap();
         for (capability, tool) in [
-            ("workload_describe", "resources_get"),
+            ("object_get", "resources_get"),
+            ("object_list", "resources_list"),
             ("pod_list", "pods_list_in_namespace"),
         ] {
             assert!(

@@ -86,7 +86,8 @@ pub(crate) struct Plan {
 pub(crate) fn capability_key(capability: &Capability) -> Option<&'static str> {
     Some(match capability {
         Capability::PodDescribe => "pod_describe",
-        Capability::WorkloadDescribe => "workload_describe",
+        Capability::ObjectGet => "object_get",
+        Capability::ObjectList => "object_list",
         Capability::PodList => "pod_list",
         Capability::PodLogsCurrent => "pod_logs_current",
         Capability::PodLogsPrevious => "pod_logs_previous",

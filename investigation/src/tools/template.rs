@@ -21,7 +21,9 @@ pub const FIELDS: &[&str] = &[
     "previous",
     "tail_lines",
     "object",
+    "event_selector",
     "workload",
+    "name",
     "kind",
     "api_version",
     "label_selector",
@@ -69,22 +71,40 @@ pub fn request_fields(request: &CapabilityRequest) -> BTreeMap<&'static str, Val
             fields.insert("namespace", Value::from(namespace.as_str()));
             fields.insert("pod", Value::from(pod.as_str()));
         }
-        CapabilityRequest::WorkloadDescribe {
+        CapabilityRequest::ObjectGet {
             namespace,
             kind,
             name,
         } => {
-            fields.insert("namespace", Value::from(namespace.as_str()));
+            if let Some(namespace) = namespace {
+                fields.insert("namespace", Value::from(namespace.as_str()));
+            }
             fields.insert("kind", Value::from(kind.as_str()));
             fields.insert("api_version", Value::from(api_version(kind)));
-            fields.insert("workload", Value::from(name.as_str()));
+            fields.insert("name", Value::from(name.as_str()));
+        }
+        CapabilityRequest::ObjectList {
+            namespace,
+            kind,
+            label_selector,
+        } => {
+            if let Some(namespace) = namespace {
+                fields.insert("namespace", Value::from(namespace.as_str()));
+            }
+            fields.insert("kind", Value::from(kind.as_str()));
+            fields.insert("api_version", Value::from(api_version(kind)));
+            if let Some(selector) = label_selector {
+                fields.insert("label_selector", Value::from(selector.as_str()));
+            }
         }
         CapabilityRequest::PodList {
             namespace,
             label_selector,
         } => {
             fields.insert("namespace", Value::from(namespace.as_str()));
-            fields.insert("label_selector", Value::from(label_selector.as_str()));
+            if let Some(selector) = label_selector {
+                fields.insert("label_selector", Value::from(selector.as_str()));
+            }
         }
         CapabilityRequest::PodLogs {
             namespace,
@@ -101,10 +121,22 @@ pub fn request_fields(request: &CapabilityRequest) -> BTreeMap<&'static str, Val
             fields.insert("previous", Value::from(*previous));
             fields.insert("tail_lines", Value::from(*tail_lines));
         }
-        CapabilityRequest::Events { namespace, object } => {
+        CapabilityRequest::Events {
+            namespace,
+            object,
+            warnings_only,
+        } => {
             fields.insert("namespace", Value::from(namespace.as_str()));
+            let mut selector = Vec::new();
             if let Some(object) = object {
                 fields.insert("object", Value::from(object.as_str()));
+                selector.push(format!("involvedObject.name={object}"));
+            }
+            if *warnings_only {
+                selector.push("type=Warning".to_string());
+            }
+            if !selector.is_empty() {
+                fields.insert("event_selector", Value::from(selector.join(",")));
             }
         }
         CapabilityRequest::DeployHistory {
@@ -149,11 +181,17 @@ pub fn request_fields(request: &CapabilityRequest) -> BTreeMap<&'static str, Val
     fields
 }
 
-/// The API group/version of a built-in workload kind (`Job` → `batch/v1`); `v1` otherwise.
+/// The API group/version of a built-in kind (`Job` → `batch/v1`); `v1` for the core kinds.
 pub fn api_version(kind: &str) -> &'static str {
     match kind.to_ascii_lowercase().as_str() {
         "job" | "cronjob" => "batch/v1",
-        "deployment" | "statefulset" | "daemonset" | "replicaset" => "apps/v1",
+        "deployment" | "statefulset" | "daemonset" | "replicaset" | "controllerrevision" => {
+            "apps/v1"
+        }
+        "storageclass" | "volumeattachment" | "csidriver" => "storage.k8s.io/v1",
+        "horizontalpodautoscaler" => "autoscaling/v2",
+        "ingress" | "networkpolicy" => "networking.k8s.io/v1",
+        "poddisruptionbudget" => "policy/v1",
         _ => "v1",
     }
 }
@@ -353,6 +391,7 @@ mod tests {
         let request = CapabilityRequest::Events {
             namespace: "n".into(),
             object: None,
+            warnings_only: false,
         };
         let t = template(
             json!({"namespace": "{namespace}", "fieldSelector": "involvedObject.name={object}"}),

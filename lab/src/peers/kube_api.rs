@@ -1,12 +1,16 @@
 //! A small fake Kubernetes API server: a scenario's world as the Kubernetes REST API (JSON), for
 //! the *real* `kubernetes-mcp-server` to query.
 //!
-//! It serves what kubernetes-mcp-server 0.0.67 (`--read-only --list-output yaml`) was seen to
-//! request (every request is logged: [`KubeApiHandle::requests`]): discovery (`/version`, `/api`,
-//! `/api/v1`, `/apis`, `/apis/apps/v1`, …), pods (get, list, `log` with `container`,
-//! `previous`, `tailLines`), core/v1 events (with `fieldSelector`), namespaces, and apps/v1
-//! ReplicaSets and Deployments (get, list, `labelSelector`). The objects are the ones the lab
-//! renders ([`crate::render`]), so both paths describe the same world. Anything else answers a
+//! It serves (every request is logged: [`KubeApiHandle::requests`]) discovery (`/version`,
+//! `/api`, `/api/v1`, `/apis`, `/apis/<group>/<version>` for every served group), and every kind
+//! of [`crate::render::objects::KINDS`] on its real REST path — core/v1 pods (with `log`:
+//! `container`, `previous`, `tailLines`), events, namespaces, nodes, services, endpoints,
+//! persistentvolumeclaims, persistentvolumes, configmaps, resourcequotas; apps/v1 deployments,
+//! replicasets, statefulsets, daemonsets; batch/v1 jobs, cronjobs; autoscaling/v2
+//! horizontalpodautoscalers; storage.k8s.io/v1 storageclasses — get, list (namespaced or
+//! across namespaces), `labelSelector` and `fieldSelector` (`spec.nodeName=…`,
+//! `involvedObject.name=…`, `type=Warning`). The objects are the ones the lab renders
+//! ([`crate::render`]), so both paths describe the same world. Anything else answers a
 //! Kubernetes `Status` 404. No authentication: the kubeconfig carries a dummy token.
 //! Server-side tables (`Accept: …;as=Table`) are not served: run the MCP server with
 //! `--list-output yaml`.
@@ -19,15 +23,15 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::render::{deployment_object, pod_object, replica_sets};
-use crate::scenario::{EventSpec, Scenario};
-
-/// The Kubernetes version reported by `/version`.
-const GIT_VERSION: &str = "v1.31.4";
+use crate::render::objects::kinds::{by_resource, group_versions};
+use crate::render::objects::{KINDS, KUBELET_VERSION};
+use crate::render::selector::object_matches;
+use crate::render::world::World;
+use crate::render::{initializing, log_container, log_text};
+use crate::scenario::Scenario;
 
 struct Shared {
     scenario: Scenario,
@@ -114,10 +118,6 @@ pub async fn serve_kube_api(
     })
 }
 
-fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
 fn json_response(status: StatusCode, body: Value) -> Response {
     (
         status,
@@ -138,18 +138,25 @@ fn status(code: StatusCode, reason: &str, message: String) -> Response {
     )
 }
 
-fn not_found(what: &str, name: &str) -> Response {
-    let (resource, group) = what.split_once('.').unwrap_or((what, ""));
-    let shown = if group.is_empty() {
-        resource.to_string()
-    } else {
-        format!("{resource}.{group}")
-    };
+fn not_found(qualified: &str, name: &str) -> Response {
     status(
         StatusCode::NOT_FOUND,
         "NotFound",
-        format!("{shown} \"{name}\" not found"),
+        format!("{qualified} \"{name}\" not found"),
     )
+}
+
+fn no_such_resource(what: Option<&str>) -> Response {
+    let suffix = what.map(|w| format!(" ({w})")).unwrap_or_default();
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("the server could not find the requested resource{suffix}"),
+    )
+}
+
+fn bad_request(message: String) -> Response {
+    status(StatusCode::BAD_REQUEST, "BadRequest", message)
 }
 
 fn query_params(query: Option<&str>) -> Vec<(String, String)> {
@@ -170,58 +177,6 @@ fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-/// The value at a dotted path (`involvedObject.name`, `metadata.name`, `spec.nodeName`) as text.
-fn field(object: &Value, path: &str) -> Option<String> {
-    let mut at = object;
-    for key in path.split('.') {
-        at = at.get(key)?;
-    }
-    match at {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
-    }
-}
-
-/// `a=b,c!=d,e==f` against `lookup`; `key` alone (labels) means "exists", `!key` "absent".
-fn selector_matches(selector: Option<&str>, lookup: impl Fn(&str) -> Option<String>) -> bool {
-    let Some(selector) = selector else {
-        return true;
-    };
-    selector
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .all(|term| {
-            if let Some((k, v)) = term.split_once("!=") {
-                lookup(k.trim()).as_deref() != Some(v.trim())
-            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-                lookup(k.trim()).as_deref() == Some(v.trim())
-            } else if let Some(k) = term.strip_prefix('!') {
-                lookup(k.trim()).is_none()
-            } else {
-                lookup(term).is_some()
-            }
-        })
-}
-
-fn filter_list(items: Vec<Value>, params: &[(String, String)]) -> Vec<Value> {
-    let fields = param(params, "fieldSelector");
-    let labels = param(params, "labelSelector");
-    items
-        .into_iter()
-        .filter(|o| selector_matches(fields, |path| field(o, path)))
-        .filter(|o| {
-            selector_matches(labels, |key| {
-                o["metadata"]["labels"]
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .map(String::from)
-            })
-        })
-        .collect()
-}
-
 fn list(kind: &str, api_version: &str, items: Vec<Value>) -> Response {
     json_response(
         StatusCode::OK,
@@ -234,80 +189,6 @@ fn list(kind: &str, api_version: &str, items: Vec<Value>) -> Response {
     )
 }
 
-fn event_namespace(event: &EventSpec) -> String {
-    event
-        .namespace
-        .clone()
-        .or_else(|| event.involved_object.namespace.clone())
-        .unwrap_or_else(|| "default".into())
-}
-
-/// A core/v1 Event.
-fn event_object(scenario: &Scenario, index: usize, event: &EventSpec) -> Value {
-    let at = scenario.time(event.at);
-    let namespace = event_namespace(event);
-    let object = &event.involved_object;
-    let api_version = match object.kind.as_str() {
-        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => "apps/v1",
-        "Job" | "CronJob" => "batch/v1",
-        _ => "v1",
-    };
-    let component = match object.kind.as_str() {
-        "Pod" if event.reason == "Scheduled" => "default-scheduler",
-        "Pod" => "kubelet",
-        _ => "deployment-controller",
-    };
-    json!({
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": format!("{}.{:016x}", object.name, 0x17f0_0000_0000_0000_u64 + index as u64),
-            "namespace": namespace,
-            "creationTimestamp": rfc3339(at),
-            "resourceVersion": (100 + index).to_string(),
-        },
-        "involvedObject": {
-            "apiVersion": api_version,
-            "kind": object.kind,
-            "name": object.name,
-            "namespace": object.namespace.clone().unwrap_or_else(|| namespace.clone()),
-        },
-        "reason": event.reason,
-        "message": event.message.trim(),
-        "type": event.kind,
-        "count": event.count.unwrap_or(1),
-        "firstTimestamp": rfc3339(at),
-        "lastTimestamp": rfc3339(at),
-        "source": {"component": component},
-        "reportingComponent": component,
-        "reportingInstance": "",
-    })
-}
-
-fn namespaces(scenario: &Scenario) -> Vec<String> {
-    let spec = &scenario.spec;
-    let mut all: Vec<String> = spec
-        .pods
-        .iter()
-        .map(|p| p.namespace.clone())
-        .chain(spec.deployments.iter().map(|d| d.namespace.clone()))
-        .chain(spec.events.iter().map(event_namespace))
-        .chain(["default".to_string(), "kube-system".to_string()])
-        .collect();
-    all.sort();
-    all.dedup();
-    all
-}
-
-fn namespace_object(name: &str) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
-        "spec": {"finalizers": ["kubernetes"]},
-        "status": {"phase": "Active"},
-    })
-}
-
 fn resource(name: &str, kind: &str, namespaced: bool, verbs: &[&str]) -> Value {
     json!({
         "name": name, "singularName": kind.to_lowercase(), "namespaced": namespaced,
@@ -317,10 +198,23 @@ fn resource(name: &str, kind: &str, namespaced: bool, verbs: &[&str]) -> Value {
 
 const READ: &[&str] = &["get", "list", "watch"];
 
+/// The resources of one group/version, for its `APIResourceList`.
+fn resources_of(group_version: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for kind in KINDS.iter().filter(|k| k.api_version == group_version) {
+        out.push(resource(kind.plural, kind.kind, kind.namespaced, READ));
+        if kind.kind == "Pod" {
+            out.push(json!({"name": "pods/log", "singularName": "", "namespaced": true, "kind": "Pod", "verbs": ["get"]}));
+        }
+    }
+    out
+}
+
 fn discovery(path: &str, host: &str) -> Option<Value> {
+    let groups = group_versions();
     Some(match path {
         "/version" => json!({
-            "major": "1", "minor": "31", "gitVersion": GIT_VERSION,
+            "major": "1", "minor": "31", "gitVersion": KUBELET_VERSION,
             "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
             "buildDate": "2024-12-10T00:00:00Z", "goVersion": "go1.22.10", "compiler": "gc",
             "platform": "linux/amd64",
@@ -331,29 +225,25 @@ fn discovery(path: &str, host: &str) -> Option<Value> {
         }),
         "/apis" => json!({
             "kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [{
-                "name": "apps",
-                "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
-                "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"},
-            }],
+            "groups": groups.iter().map(|gv| {
+                let (name, version) = gv.split_once('/').unwrap_or((gv, ""));
+                let preferred = json!({"groupVersion": gv, "version": version});
+                json!({"name": name, "versions": [preferred], "preferredVersion": preferred})
+            }).collect::<Vec<_>>(),
         }),
         "/api/v1" => json!({
-            "kind": "APIResourceList", "groupVersion": "v1",
-            "resources": [
-                resource("pods", "Pod", true, READ),
-                {"name": "pods/log", "singularName": "", "namespaced": true, "kind": "Pod", "verbs": ["get"]},
-                resource("events", "Event", true, READ),
-                resource("namespaces", "Namespace", false, READ),
-            ],
+            "kind": "APIResourceList", "groupVersion": "v1", "resources": resources_of("v1"),
         }),
-        "/apis/apps/v1" => json!({
-            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
-            "resources": [
-                resource("deployments", "Deployment", true, READ),
-                resource("replicasets", "ReplicaSet", true, READ),
-            ],
-        }),
-        _ => return None,
+        _ => {
+            let gv = path.strip_prefix("/apis/")?;
+            if !groups.contains(&gv) {
+                return None;
+            }
+            json!({
+                "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                "resources": resources_of(gv),
+            })
+        }
     })
 }
 
@@ -386,19 +276,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request<Body>) -> Re
         return json_response(StatusCode::OK, body);
     }
     let params = query_params(uri.query());
-    let scenario = &shared.scenario;
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     // Normalise to (group/version, namespace, resource, name, subresource).
     let (gv, rest) = match segments.as_slice() {
-        ["api", "v1", rest @ ..] => ("v1", rest),
-        ["apis", "apps", "v1", rest @ ..] => ("apps/v1", rest),
-        _ => {
-            return status(
-                StatusCode::NOT_FOUND,
-                "NotFound",
-                "the server could not find the requested resource".into(),
-            );
-        }
+        ["api", "v1", rest @ ..] => ("v1".to_string(), rest),
+        ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
+        _ => return no_such_resource(None),
     };
     let (namespace, resource, name, sub) = match rest {
         ["namespaces"] => (None, "namespaces", None, None),
@@ -407,88 +290,39 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request<Body>) -> Re
         ["namespaces", ns, res, name] => (Some(*ns), *res, Some(*name), None),
         ["namespaces", ns, res, name, sub] => (Some(*ns), *res, Some(*name), Some(*sub)),
         [res] => (None, *res, None, None),
-        _ => {
-            return status(
-                StatusCode::NOT_FOUND,
-                "NotFound",
-                "the server could not find the requested resource".into(),
-            );
-        }
+        [res, name] => (None, *res, Some(*name), None),
+        _ => return no_such_resource(None),
     };
-    let in_ns = |o: &Value| namespace.is_none_or(|ns| o["metadata"]["namespace"] == ns);
-    let (kind, items): (&str, Vec<Value>) = match (gv, resource) {
-        ("v1", "namespaces") => (
-            "Namespace",
-            namespaces(scenario)
-                .iter()
-                .map(|n| namespace_object(n))
-                .collect(),
-        ),
-        ("v1", "pods") => (
-            "Pod",
-            scenario
-                .spec
-                .pods
-                .iter()
-                .map(|p| pod_object(scenario, p))
-                .collect(),
-        ),
-        ("v1", "events") => (
-            "Event",
-            scenario
-                .spec
-                .events
-                .iter()
-                .enumerate()
-                .map(|(i, e)| event_object(scenario, i, e))
-                .collect(),
-        ),
-        ("apps/v1", "replicasets") => (
-            "ReplicaSet",
-            scenario
-                .spec
-                .deployments
-                .iter()
-                .flat_map(|d| replica_sets(scenario, d))
-                .collect(),
-        ),
-        ("apps/v1", "deployments") => (
-            "Deployment",
-            scenario
-                .spec
-                .deployments
-                .iter()
-                .map(|d| deployment_object(scenario, d))
-                .collect(),
-        ),
-        (_, other) => {
-            return status(
-                StatusCode::NOT_FOUND,
-                "NotFound",
-                format!("the server could not find the requested resource ({other})"),
-            );
-        }
+    let Some(kind) = by_resource(&gv, resource) else {
+        return no_such_resource(Some(resource));
     };
-    let items: Vec<Value> = items.into_iter().filter(in_ns).collect();
-    let qualified = if gv == "v1" {
-        resource.to_string()
-    } else {
-        format!("{resource}.apps")
-    };
+    if kind.namespaced && namespace.is_none() && name.is_some() {
+        return no_such_resource(Some(resource));
+    }
+    let scenario = &shared.scenario;
+    let world = World::new(scenario);
+    let items: Vec<Value> = (kind.objects)(&world)
+        .into_iter()
+        .filter(|o| !kind.namespaced || namespace.is_none_or(|ns| o["metadata"]["namespace"] == ns))
+        .collect();
     match (name, sub) {
-        (None, _) => list(kind, gv, filter_list(items, &params)),
+        (None, _) => {
+            let labels = param(&params, "labelSelector");
+            let fields = param(&params, "fieldSelector");
+            let items = items
+                .into_iter()
+                .filter(|o| object_matches(o, labels, fields))
+                .collect();
+            list(kind.kind, &gv, items)
+        }
         (Some(name), None) => match items.into_iter().find(|o| o["metadata"]["name"] == name) {
             Some(object) => json_response(StatusCode::OK, object),
-            None => not_found(&qualified, name),
+            None => not_found(&kind.qualified(), name),
         },
         (Some(name), Some("log")) if resource == "pods" => {
             pod_log(scenario, namespace.unwrap_or("default"), name, &params)
         }
-        (Some(_), Some(other)) => status(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("the server could not find the requested resource ({resource}/{other})"),
-        ),
+        (Some(_), Some(other)) => no_such_resource(Some(&format!("{resource}/{other}"))),
     }
 }
 
@@ -508,60 +342,23 @@ fn pod_log(
     else {
         return not_found("pods", name);
     };
-    let container = match param(params, "container") {
-        Some(c) if pod.containers.iter().any(|pc| pc.name == c) => c.to_string(),
-        Some(c) => {
-            return status(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                format!("container {c} is not valid for pod {name}"),
-            );
-        }
-        None if pod.containers.len() == 1 => pod.containers[0].name.clone(),
-        None => {
-            let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
-            return status(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                format!(
-                    "a container name must be specified for pod {name}, choose one of: [{}]",
-                    names.join(" ")
-                ),
-            );
-        }
+    let container = match log_container(pod, param(params, "container")) {
+        Ok(container) => container,
+        Err(message) => return bad_request(message),
     };
     if pod.node.is_none() {
-        return status(
-            StatusCode::BAD_REQUEST,
-            "BadRequest",
-            format!(
-                "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
-            ),
-        );
+        return bad_request(format!(
+            "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
+        ));
     }
     let previous = param(params, "previous").is_some_and(|v| v == "true" || v == "1");
-    let log = scenario.spec.logs.iter().find(|l| {
-        l.pod == pod.name
-            && l.container
-                .as_deref()
-                .unwrap_or(pod.containers[0].name.as_str())
-                == container
-    });
-    let text = if previous {
-        match log.and_then(|l| l.previous.as_deref()) {
-            Some(text) => text,
-            None => {
-                return status(
-                    StatusCode::BAD_REQUEST,
-                    "BadRequest",
-                    format!(
-                        "previous terminated container \"{container}\" in pod \"{name}\" not found"
-                    ),
-                );
-            }
-        }
-    } else {
-        log.and_then(|l| l.current.as_deref()).unwrap_or("")
+    if let (false, Some(waiting)) = (previous, initializing(pod, &container)) {
+        return bad_request(waiting);
+    }
+    let Some(text) = log_text(scenario, pod, &container, previous) else {
+        return bad_request(format!(
+            "previous terminated container \"{container}\" in pod \"{name}\" not found"
+        ));
     };
     let mut lines: Vec<&str> = text.lines().collect();
     if let Some(tail) = param(params, "tailLines").and_then(|t| t.parse::<usize>().ok()) {
@@ -578,25 +375,101 @@ fn pod_log(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::http_get;
 
-    #[test]
-    fn selectors_match_like_kubernetes() {
-        let event = json!({"involvedObject": {"name": "p", "kind": "Pod"}, "type": "Warning",
-                           "metadata": {"labels": {"app": "x"}}});
-        let f = |s| selector_matches(Some(s), |path| field(&event, path));
-        assert!(f("involvedObject.name=p"));
-        assert!(f("involvedObject.name==p,type=Warning"));
-        assert!(!f("involvedObject.name=q"));
-        assert!(f("type!=Normal"));
-        assert!(!f("involvedObject.name=p,type=Normal"));
-        let labels = |s| {
-            selector_matches(Some(s), |key| {
-                event["metadata"]["labels"]
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .map(String::from)
-            })
-        };
-        assert!(labels("app=x") && labels("app") && labels("!team") && !labels("app=y"));
+    const WORLD: &str = r#"
+alert: {text: x, at: -2m}
+deployments:
+  - {name: api, namespace: shop, replicas: 2, revisions: [{image: "api:1", created: -1d}]}
+pods:
+  - {name: api-a, namespace: shop, node: n1, deployment: api, containers: [{name: api, image: "api:1"}]}
+  - {name: other, namespace: shop, node: n2, containers: [{name: o, image: o}]}
+  - name: db-0
+    namespace: shop
+    node: n1
+    owner: {kind: StatefulSet, name: db}
+    initContainers: [{name: init, image: i, ready: false, state: {waiting: {reason: CrashLoopBackOff}}}]
+    containers: [{name: db, image: "db:1"}]
+statefulsets: [{name: db, namespace: shop, replicas: 1}]
+storageclasses: [{name: gp3, provisioner: ebs.csi.aws.com}]
+logs: [{pod: db-0, container: init, current: "migration failed"}]
+events:
+  - {type: Warning, reason: BackOff, message: m, involvedObject: {kind: Pod, name: db-0, namespace: shop}, at: -1m}
+  - {reason: Pulled, message: m, involvedObject: {kind: Pod, name: db-0, namespace: shop}, at: -1m}
+expect: {verdict: post}
+"#;
+
+    async fn get(api: &KubeApiHandle, path: &str) -> (u16, Value) {
+        let (code, body) = http_get(api.addr, path)
+            .await
+            .expect("the fake API answers");
+        (
+            code,
+            serde_json::from_str(&body).unwrap_or(Value::String(body)),
+        )
+    }
+
+    fn names(list: &Value) -> Vec<&str> {
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn serves_every_kind_on_its_rest_path_with_selectors() {
+        let scenario =
+            Scenario::parse("t", Path::new("t"), WORLD, chrono::Utc::now()).expect("loads");
+        let api = serve_kube_api(scenario, SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .expect("listens");
+        let (_, groups) = get(&api, "/apis").await;
+        let served: Vec<&str> = groups["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g["preferredVersion"]["groupVersion"].as_str())
+            .collect();
+        assert_eq!(
+            served,
+            ["apps/v1", "batch/v1", "autoscaling/v2", "storage.k8s.io/v1"]
+        );
+        let (_, batch) = get(&api, "/apis/batch/v1").await;
+        assert_eq!(batch["resources"][1]["name"], "cronjobs");
+
+        let (_, pods) = get(&api, "/api/v1/namespaces/shop/pods?labelSelector=app%3Dapi").await;
+        assert_eq!(names(&pods), ["api-a"]);
+        let (_, on_n1) = get(&api, "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1").await;
+        assert_eq!(names(&on_n1), ["api-a", "db-0"]);
+        let (_, sets) = get(&api, "/apis/apps/v1/namespaces/shop/statefulsets").await;
+        assert_eq!(names(&sets), ["db"]);
+        assert_eq!(sets["kind"], "StatefulSetList");
+        let (_, warnings) = get(&api, "/api/v1/events?fieldSelector=type%3DWarning").await;
+        assert_eq!(warnings["items"].as_array().map(Vec::len), Some(1));
+        let (_, nodes) = get(&api, "/api/v1/nodes").await;
+        assert_eq!(names(&nodes), ["n1", "n2"]);
+        let (code, class) = get(&api, "/apis/storage.k8s.io/v1/storageclasses/gp3").await;
+        assert_eq!(
+            (code, class["provisioner"].as_str()),
+            (200, Some("ebs.csi.aws.com"))
+        );
+
+        let (code, missing) = get(&api, "/apis/apps/v1/namespaces/shop/daemonsets/ghost").await;
+        assert_eq!(code, 404);
+        assert_eq!(missing["message"], "daemonsets.apps \"ghost\" not found");
+        let (code, log) = get(&api, "/api/v1/namespaces/shop/pods/db-0/log?container=init").await;
+        assert_eq!((code, log), (200, json!("migration failed\n")));
+        let (code, waiting) = get(&api, "/api/v1/namespaces/shop/pods/db-0/log?container=db").await;
+        assert_eq!(code, 400);
+        assert!(
+            waiting["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("PodInitializing"),
+            "{waiting}"
+        );
+        api.shutdown().await;
     }
 }

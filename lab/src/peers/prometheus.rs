@@ -1,8 +1,9 @@
 //! The real Prometheus with a scenario's metric series, and the real `prometheus-mcp-server`
 //! in front of it.
 //!
-//! Each `metrics[]` entry becomes one **gauge series**: named after the first metric selector in
-//! its `query`, labelled with its `labels` plus the query's equality matchers (`k="v"`), sampled
+//! Each `metrics[]` entry becomes one **gauge series**: named `metric`, or after the first metric
+//! selector in its `query`, labelled with its `labels` plus the query's equality matchers
+//! (`k="v"`), sampled
 //! every 15 s from an hour before the alert (or its first point, if earlier) until now. So a
 //! query that selects or aggregates that one series (`x{…}`, `sum(x{…})`, `max(x{…})`) gives
 //! back the scenario's values through real PromQL; a query over counters (`rate(…)`) does not —
@@ -23,118 +24,20 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{McpPeer, Peer, PeerError, PeerTools, free_port};
+use crate::render::promql::{self, Labels};
 use crate::scenario::{MetricSpec, Scenario};
 
 /// Sample interval of the backfilled series.
 pub const SAMPLE_EVERY_SECS: i64 = 15;
 
-const KEYWORDS: &[&str] = &[
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "offset",
-    "bool",
-    "and",
-    "or",
-    "unless",
-    "inf",
-    "nan",
-];
-
-fn is_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == ':'
-}
-
-/// A series' labels.
-pub type Labels = BTreeMap<String, String>;
-
-/// The series a metric entry is backfilled as: its metric name and labels.
+/// The series a metric entry is backfilled as: its metric name and labels
+/// ([`crate::render::promql::series_of`], the series lenient matching answers with too).
 pub fn series_of(metric: &MetricSpec) -> Result<(String, Labels), PeerError> {
-    let query = metric.query.as_str();
-    let name = match query.find('{') {
-        Some(brace) => {
-            let before = &query[..brace];
-            let start = before
-                .char_indices()
-                .rev()
-                .take_while(|(_, c)| is_ident(*c))
-                .last()
-                .map_or(brace, |(i, _)| i);
-            before[start..].to_string()
-        }
-        None => {
-            // No matchers: the first identifier that is not a function call or keyword.
-            let mut found = String::new();
-            let chars: Vec<(usize, char)> = query.char_indices().collect();
-            let mut i = 0;
-            while i < chars.len() {
-                let (at, c) = chars[i];
-                if is_ident(c) && !c.is_ascii_digit() {
-                    let mut j = i;
-                    while j < chars.len() && is_ident(chars[j].1) {
-                        j += 1;
-                    }
-                    let end = chars.get(j).map_or(query.len(), |(e, _)| *e);
-                    let word = &query[at..end];
-                    let called = query[end..].trim_start().starts_with('(');
-                    if !called && !KEYWORDS.contains(&word.to_lowercase().as_str()) {
-                        found = word.to_string();
-                        break;
-                    }
-                    i = j;
-                } else {
-                    i += 1;
-                }
-            }
-            found
-        }
-    };
-    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(PeerError(format!(
-            "metrics query {query:?}: no metric name to backfill a series for"
-        )));
-    }
-    let mut labels = metric.labels.clone();
-    if let (Some(open), Some(close)) = (query.find('{'), query.find('}')) {
-        for matcher in query[open + 1..close].split(',') {
-            let Some((key, value)) = matcher.split_once('=') else {
-                continue;
-            };
-            let key = key.trim();
-            let value = value.trim();
-            // Only `=`: `!=`, `=~`, `!~` select, they do not name a value.
-            if key.ends_with('!') || value.starts_with('~') || key.is_empty() {
-                continue;
-            }
-            let value = value.trim_matches(|c| c == '"' || c == '\'' || c == '`');
-            labels.insert(key.to_string(), value.to_string());
-        }
-    }
-    labels.remove("__name__");
-    Ok((name, labels))
-}
-
-/// The value of `metric` at `t` (`None` before its first point).
-pub fn value_at(scenario: &Scenario, metric: &MetricSpec, t: DateTime<Utc>) -> Option<f64> {
-    if let Some(c) = metric.constant {
-        return Some(c);
-    }
-    if let Some(step) = &metric.step {
-        return Some(if t < scenario.time(step.at) {
-            step.before
-        } else {
-            step.after
-        });
-    }
-    metric.points.as_ref().and_then(|points| {
-        points
-            .iter()
-            .filter(|(at, _)| scenario.time(*at) <= t)
-            .max_by_key(|(at, _)| scenario.time(*at))
-            .map(|(_, v)| *v)
+    promql::series_of(metric).ok_or_else(|| {
+        PeerError(format!(
+            "metrics query {:?}: no metric name to backfill a series for",
+            metric.query.as_deref().unwrap_or_default()
+        ))
     })
 }
 
@@ -196,7 +99,7 @@ pub fn openmetrics(scenario: &Scenario, until: DateTime<Utc>) -> Result<String, 
             let mut t = start;
             while t <= until.timestamp() {
                 let at = DateTime::from_timestamp(t, 0).unwrap_or(until);
-                if let Some(v) = value_at(scenario, metric, at) {
+                if let Some(v) = metric.value_at(scenario, at) {
                     let _ = writeln!(out, "{selector} {} {t}", format_value(v));
                 }
                 t += SAMPLE_EVERY_SECS;

@@ -1,13 +1,19 @@
-//! prometheus-mcp-server's `execute_range_query`: the scenario's metric series sampled at the
-//! query's step, as a Prometheus range-query matrix.
+//! prometheus-mcp-server's `execute_range_query` and `execute_query`: the scenario's metric
+//! series a query selects, sampled at the query's step (a matrix) or at one instant (a vector).
+//!
+//! A query equal to an entry's `query` (whitespace aside) answers with those entries only, as
+//! written. Otherwise the answer is leniently every series whose metric the query selects
+//! (`promql::selects`), labelled with `__name__`: functions and aggregations are not
+//! evaluated, the raw series come back.
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
 use super::Rendered;
 use super::args::{required, squash, time_arg};
+use super::promql::{selectors, selects, series_of};
 use crate::reltime::parse_offset;
-use crate::scenario::Scenario;
+use crate::scenario::{MetricSpec, Scenario};
 
 /// Prometheus' point limit per series.
 const MAX_POINTS: i64 = 11_000;
@@ -18,6 +24,36 @@ fn format_value(v: f64) -> String {
     } else {
         format!("{v}")
     }
+}
+
+/// The series a query answers with, each with the labels it is shown with.
+fn matching<'a>(scenario: &'a Scenario, query: &str) -> Vec<(Value, &'a MetricSpec)> {
+    let wanted = squash(query);
+    let exact: Vec<(Value, &MetricSpec)> = scenario
+        .spec
+        .metrics
+        .iter()
+        .filter(|m| m.query.as_deref().is_some_and(|q| squash(q) == wanted))
+        .map(|m| (json!(m.labels), m))
+        .collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    let asked = selectors(query);
+    scenario
+        .spec
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let (name, labels) = series_of(m)?;
+            if !asked.iter().any(|s| selects(s, &name, &labels)) {
+                return None;
+            }
+            let mut shown = json!(labels);
+            shown["__name__"] = json!(name);
+            Some((shown, m))
+        })
+        .collect()
 }
 
 /// `execute_range_query` {query, start, end, step}.
@@ -44,42 +80,39 @@ pub fn execute_range_query(scenario: &Scenario, args: &Map<String, Value>) -> Re
     if (end - start).num_milliseconds() / step.num_milliseconds().max(1) > MAX_POINTS {
         return Err("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into());
     }
-    let wanted = squash(query);
     let mut result = Vec::new();
-    for metric in scenario
-        .spec
-        .metrics
-        .iter()
-        .filter(|m| squash(&m.query) == wanted)
-    {
+    for (labels, metric) in matching(scenario, query) {
         let mut values = Vec::new();
         let mut t = start;
         while t <= end {
-            let value = if let Some(c) = metric.constant {
-                Some(c)
-            } else if let Some(s) = &metric.step {
-                Some(if t < scenario.time(s.at) {
-                    s.before
-                } else {
-                    s.after
-                })
-            } else {
-                metric.points.as_ref().and_then(|points| {
-                    points
-                        .iter()
-                        .filter(|(at, _)| scenario.time(*at) <= t)
-                        .max_by_key(|(at, _)| scenario.time(*at))
-                        .map(|(_, v)| *v)
-                })
-            };
-            if let Some(v) = value {
+            if let Some(v) = metric.value_at(scenario, t) {
                 values.push(json!([t.timestamp(), format_value(v)]));
             }
             t += step;
         }
         if !values.is_empty() {
-            result.push(json!({"metric": metric.labels, "values": values}));
+            result.push(json!({"metric": labels, "values": values}));
         }
     }
     Ok(json!({"resultType": "matrix", "result": result}).to_string())
+}
+
+/// `execute_query` {query, time}: each selected series' value at `time` (default now) — the
+/// last point at or before it.
+pub fn execute_query(scenario: &Scenario, args: &Map<String, Value>) -> Rendered {
+    let query = required(args, "query")?;
+    // The real server leaves an empty `time` out of the request: Prometheus then uses now.
+    let given = match args.get("time") {
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        _ => time_arg(args, "time")?,
+    };
+    let at: DateTime<Utc> = given.unwrap_or_else(Utc::now);
+    let result: Vec<Value> = matching(scenario, query)
+        .into_iter()
+        .filter_map(|(labels, metric)| {
+            let v = metric.value_at(scenario, at)?;
+            Some(json!({"metric": labels, "value": [at.timestamp(), format_value(v)]}))
+        })
+        .collect();
+    Ok(json!({"resultType": "vector", "result": result}).to_string())
 }

@@ -1,0 +1,839 @@
+//! The walk over the object graph: from the objects the alert names to the pods that matter and
+//! what explains them, in the order an on-call engineer would look, each request with its reason.
+//!
+//! 1. **Resolve** each starting object ([`super::target`]): a workload's pods by its selector
+//!    (a Job's by `job-name`, a CronJob's through its newest Job), a Service's pods by its
+//!    selector (else a Deployment of that name), an HPA's scale target, a PVC and its
+//!    StorageClass, a node's conditions, a namespace's pods.
+//! 2. **Inspect** at most [`MAX_PODS`] pods, in trouble first (failed, crash-looping, pending,
+//!    not ready), then newest: the description, each failing init or app container's previous
+//!    log (when it restarted) and current log, the pod's events.
+//! 3. **Follow** what the pods point at: the nodes of pods that are pending, evicted or unknown;
+//!    the claims of pending pods; the workload's events and rollout history; the namespace's
+//!    Warning events.
+//! 4. **Telemetry** ([`super::telemetry`]): the alert's own expression (or the catalogue's,
+//!    with the alert's labels) over a window long enough to show a trend, resource metrics when
+//!    the alert or the pods point at memory, CPU or restarts, Loki error lines and Tempo traces
+//!    for service-level alerts.
+//!
+//! Every request goes through the [`Collector`], which enforces the round's tool-call and time
+//! budgets: steps are ordered so the budget cuts the least useful ones.
+
+use firstline_alert::AlertTarget;
+
+use crate::evidence::Capability;
+use crate::state::IncidentState;
+use crate::tools::{CapabilityRequest, EvidenceSource};
+
+use super::InvestigateOptions;
+use super::collect::Collector;
+use super::kube::{
+    self, PodInfo, claim_of, jobs_of_cronjob, pod_of, pods_in_list, rank_pods, scale_target_of,
+    selector_of,
+};
+use super::pods::restart_signal;
+use super::target::{self, Start};
+use super::telemetry;
+
+/// The most pods whose logs and events are read.
+pub const MAX_PODS: usize = 2;
+/// The most containers of one pod whose logs are read.
+const MAX_CONTAINERS: usize = 2;
+/// The most nodes and claims followed.
+const MAX_FOLLOWED: usize = 2;
+
+/// What the walk found: the objects related to the alert, for attributing findings and for the
+/// report's next steps.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Found {
+    /// Pods inspected, in the order read.
+    pub pods: Vec<PodInfo>,
+    /// Names of every object the alert's targets led to (pods, workloads, nodes, claims,
+    /// services); findings about other objects are context, not the cause.
+    pub related: Vec<String>,
+    /// A cluster DNS pod inspected because the application's lookups failed there.
+    pub dns_pod: Option<PodInfo>,
+}
+
+impl Found {
+    fn relate(&mut self, name: &str) {
+        if !name.is_empty() && !self.related.iter().any(|r| r == name) {
+            self.related.push(name.to_string());
+        }
+    }
+}
+
+/// Walks from the alert's objects through the graph, within `c`'s budgets.
+pub async fn walk<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    state: &IncidentState,
+    options: &InvestigateOptions,
+) -> Found {
+    let target = &state.alert.target;
+    let starts = target::starts(target);
+    let mut found = Found::default();
+    if starts.is_empty() {
+        skip_everything(c, target);
+    }
+    let named_pod = starts.iter().any(|s| matches!(s, Start::Pod { .. }));
+    let mut candidates: Vec<PodInfo> = Vec::new();
+    let mut deployments: Vec<(String, String)> = Vec::new();
+    let mut workload_objects: Vec<(String, String)> = Vec::new();
+    for start in &starts {
+        match start {
+            Start::Pod { namespace, name } => {
+                found.relate(name);
+                candidates.push(PodInfo {
+                    name: name.clone(),
+                    namespace: Some(namespace.clone()),
+                    ..PodInfo::default()
+                });
+            }
+            Start::Workload {
+                namespace,
+                kind,
+                name,
+            } => {
+                found.relate(name);
+                workload_objects.push((namespace.clone(), name.clone()));
+                if kind.eq_ignore_ascii_case("deployment") {
+                    deployments.push((namespace.clone(), name.clone()));
+                }
+                if !named_pod {
+                    let pods = workload_pods(c, namespace, kind, name, &mut found).await;
+                    candidates.extend(pods);
+                }
+            }
+            Start::Service {
+                namespace,
+                name,
+                or_workload,
+            } => {
+                found.relate(name);
+                let pods = service_pods(
+                    c,
+                    namespace,
+                    name,
+                    *or_workload,
+                    &mut found,
+                    &mut deployments,
+                )
+                .await;
+                candidates.extend(pods);
+            }
+            Start::Autoscaler { namespace, name } => {
+                found.relate(name);
+                let text = c
+                    .fetch(
+                        CapabilityRequest::ObjectGet {
+                            namespace: Some(namespace.clone()),
+                            kind: "HorizontalPodAutoscaler".into(),
+                            name: name.clone(),
+                        },
+                        "the autoscaler the alert names: its limits, replicas and conditions",
+                    )
+                    .await;
+                if let Some((kind, workload)) = text.as_deref().and_then(scale_target_of) {
+                    found.relate(&workload);
+                    workload_objects.push((namespace.clone(), workload.clone()));
+                    if kind.eq_ignore_ascii_case("deployment") {
+                        deployments.push((namespace.clone(), workload.clone()));
+                    }
+                    candidates
+                        .extend(workload_pods(c, namespace, &kind, &workload, &mut found).await);
+                }
+            }
+            Start::Claim { namespace, name } => {
+                found.relate(name);
+                claim(c, namespace, name, "the volume claim the alert names").await;
+            }
+            Start::Node { name } => {
+                found.relate(name);
+                node(
+                    c,
+                    name,
+                    "the node the alert names: its conditions and taints",
+                )
+                .await;
+            }
+            Start::Volume { name } => {
+                found.relate(name);
+                let text = c
+                    .fetch(
+                        CapabilityRequest::ObjectGet {
+                            namespace: None,
+                            kind: "PersistentVolume".into(),
+                            name: name.clone(),
+                        },
+                        "the volume the alert names: its phase, backing disk and claim",
+                    )
+                    .await;
+                if let Some((namespace, claim_name)) = text.as_deref().and_then(kube::claim_ref_of)
+                {
+                    found.relate(&claim_name);
+                    claim(c, &namespace, &claim_name, "the claim bound to this volume").await;
+                    warnings_in(
+                        c,
+                        &namespace,
+                        "the claim's namespace: pods that cannot mount it",
+                    )
+                    .await;
+                }
+            }
+            Start::Namespace { namespace } => {
+                let listed = c
+                    .fetch(
+                        CapabilityRequest::PodList {
+                            namespace: namespace.clone(),
+                            label_selector: None,
+                        },
+                        "the alert names only a namespace: its pods, to find the failing ones",
+                    )
+                    .await;
+                let mut pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+                pods.retain(|p| p.trouble() > 0);
+                for pod in &pods {
+                    found.relate(&pod.name);
+                }
+                candidates.extend(pods);
+            }
+        }
+    }
+
+    // 2. The pods that matter, in trouble first.
+    let named: Vec<PodInfo> = candidates
+        .iter()
+        .filter(|p| p.status.is_empty())
+        .cloned()
+        .collect();
+    let mut listed: Vec<PodInfo> = candidates
+        .into_iter()
+        .filter(|p| !p.status.is_empty())
+        .collect();
+    rank_pods(&mut listed);
+    let in_trouble = listed.iter().filter(|p| p.trouble() > 0).count();
+    let listed_count = listed.len();
+    let chosen: Vec<PodInfo> = named
+        .into_iter()
+        .chain(listed.into_iter().take(in_trouble.clamp(1, MAX_PODS)))
+        .take(MAX_PODS)
+        .collect();
+    if in_trouble > chosen.len() {
+        c.skip(
+            Capability::PodDescribe,
+            format!(
+                "{in_trouble} of {listed_count} listed pods are in trouble; only the {} most in \
+                 trouble (newest first) were read",
+                chosen.len()
+            ),
+        );
+    }
+    for pod in chosen {
+        let pod = inspect_pod(c, pod, target, options).await;
+        found.relate(&pod.name);
+        found.pods.push(pod);
+    }
+
+    // 3. What the pods point at.
+    follow_cluster_dns(c, &mut found, target, options).await;
+    follow_nodes(c, &mut found).await;
+    follow_claims(c, &mut found).await;
+    if let Some(namespace) = target.namespace.as_deref() {
+        if found.pods.is_empty() {
+            for (ns, name) in &workload_objects {
+                c.fetch(
+                    CapabilityRequest::Events {
+                        namespace: ns.clone(),
+                        object: Some(name.clone()),
+                        warnings_only: false,
+                    },
+                    format!("events of `{name}`: no pod of it could be inspected"),
+                )
+                .await;
+            }
+        }
+        warnings_in(
+            c,
+            namespace,
+            "warnings anywhere in the namespace (ReplicaSets, quotas, volumes, neighbours)",
+        )
+        .await;
+    }
+    let pod_deployment = target
+        .workload
+        .as_ref()
+        .filter(|_| {
+            target
+                .workload_kind
+                .as_deref()
+                .is_none_or(|k| k.eq_ignore_ascii_case("deployment"))
+        })
+        .zip(target.namespace.as_ref())
+        .map(|(w, ns)| (ns.clone(), w.clone()));
+    let mut histories: Vec<(String, String)> = Vec::new();
+    for pair in deployments.iter().cloned().chain(pod_deployment) {
+        if !histories.contains(&pair) {
+            histories.push(pair);
+        }
+    }
+    for (namespace, workload) in histories {
+        c.fetch(
+            CapabilityRequest::DeployHistory {
+                namespace: namespace.clone(),
+                workload: workload.clone(),
+            },
+            format!("did `{workload}` change just before the alert? (rollout history)"),
+        )
+        .await;
+        c.fetch(
+            CapabilityRequest::Events {
+                namespace,
+                object: Some(workload.clone()),
+                warnings_only: false,
+            },
+            format!("what the controller did to `{workload}`: scaling and rollout steps"),
+        )
+        .await;
+    }
+    if deployments.is_empty() {
+        match target.workload_kind.as_deref() {
+            Some(kind) if target.workload.is_some() && !kind.eq_ignore_ascii_case("deployment") => {
+                c.skip(
+                    Capability::DeployHistory,
+                    format!("a {kind} has no Deployment rollout history to read"),
+                )
+            }
+            _ if target.workload.is_none() => {
+                c.skip(Capability::DeployHistory, no_deploy_reason(target))
+            }
+            _ => {}
+        }
+    }
+
+    // 4. Metrics, logs and traces.
+    telemetry::gather(c, state, &found, options).await;
+    found
+}
+
+/// A workload's pods: by its selector when it can be read, else by name prefix.
+async fn workload_pods<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+    found: &mut Found,
+) -> Vec<PodInfo> {
+    if kind.eq_ignore_ascii_case("cronjob") {
+        return cronjob_pods(c, namespace, name, found).await;
+    }
+    let kind = canonical_kind(kind);
+    let described = c
+        .fetch(
+            CapabilityRequest::ObjectGet {
+                namespace: Some(namespace.to_string()),
+                kind: kind.to_string(),
+                name: name.to_string(),
+            },
+            format!("the {kind} the alert names: its spec, status and conditions"),
+        )
+        .await;
+    let selector = described
+        .as_deref()
+        .and_then(selector_of)
+        .or_else(|| (kind == "Job").then(|| format!("job-name={name}")));
+    let listed = c
+        .fetch(
+            CapabilityRequest::PodList {
+                namespace: namespace.to_string(),
+                label_selector: selector.clone(),
+            },
+            match &selector {
+                Some(s) => format!("the pods of {kind} `{name}`, by its selector `{s}`"),
+                None => format!(
+                    "the pods of the namespace, to find {kind} `{name}`'s by name (its selector \
+                     could not be read)"
+                ),
+            },
+        )
+        .await;
+    let mut pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+    if selector.is_none() {
+        pods.retain(|p| owned_by_name(&p.name, name));
+    }
+    if pods.is_empty() {
+        let kind = kind.to_ascii_lowercase();
+        c.skip(
+            Capability::PodLogsCurrent,
+            if listed.is_none() {
+                format!("the pods of {kind} `{name}` could not be listed, so no log was read")
+            } else {
+                format!("no pod of {kind} `{name}` was found, so no log was read")
+            },
+        );
+    }
+    for pod in &pods {
+        found.relate(&pod.name);
+    }
+    pods
+}
+
+/// A CronJob's pods: those of its newest Job.
+async fn cronjob_pods<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+    found: &mut Found,
+) -> Vec<PodInfo> {
+    c.fetch(
+        CapabilityRequest::ObjectGet {
+            namespace: Some(namespace.to_string()),
+            kind: "CronJob".into(),
+            name: name.to_string(),
+        },
+        "the CronJob the alert names: its schedule and last runs",
+    )
+    .await;
+    let jobs = c
+        .fetch(
+            CapabilityRequest::ObjectList {
+                namespace: Some(namespace.to_string()),
+                kind: "Job".into(),
+                label_selector: None,
+            },
+            format!("the Jobs of the namespace, to find `{name}`'s newest run"),
+        )
+        .await;
+    let Some(job) = jobs
+        .as_deref()
+        .and_then(|text| jobs_of_cronjob(text, name).into_iter().next())
+    else {
+        c.skip(
+            Capability::PodDescribe,
+            format!("no Job of CronJob `{name}` was found"),
+        );
+        return Vec::new();
+    };
+    found.relate(&job);
+    Box::pin(workload_pods(c, namespace, "Job", &job, found)).await
+}
+
+/// A Service's pods by its selector; when the Service cannot be read and `or_workload`, a
+/// Deployment of the same name.
+async fn service_pods<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+    or_workload: bool,
+    found: &mut Found,
+    deployments: &mut Vec<(String, String)>,
+) -> Vec<PodInfo> {
+    let described = c
+        .fetch(
+            CapabilityRequest::ObjectGet {
+                namespace: Some(namespace.to_string()),
+                kind: "Service".into(),
+                name: name.to_string(),
+            },
+            format!("the alert names `{name}` but no pod: the Service's selector finds its pods"),
+        )
+        .await;
+    match described.as_deref().map(selector_of) {
+        Some(Some(selector)) => {
+            c.fetch(
+                CapabilityRequest::ObjectGet {
+                    namespace: Some(namespace.to_string()),
+                    kind: "Endpoints".into(),
+                    name: name.to_string(),
+                },
+                format!("which pods back Service `{name}` right now (ready and not ready)"),
+            )
+            .await;
+            let listed = c
+                .fetch(
+                    CapabilityRequest::PodList {
+                        namespace: namespace.to_string(),
+                        label_selector: Some(selector.clone()),
+                    },
+                    format!("the pods of Service `{name}`, by its selector `{selector}`"),
+                )
+                .await;
+            let pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+            if pods.is_empty() {
+                // A selector matching nothing is itself the finding; the namespace shows what
+                // the pods are labelled instead.
+                let all = c
+                    .fetch(
+                        CapabilityRequest::PodList {
+                            namespace: namespace.to_string(),
+                            label_selector: None,
+                        },
+                        format!(
+                            "Service `{name}`'s selector `{selector}` matches no pod: what the \
+                             namespace's pods are labelled"
+                        ),
+                    )
+                    .await;
+                let mut pods = all.as_deref().map(pods_in_list).unwrap_or_default();
+                pods.retain(|p| owned_by_name(&p.name, name));
+                for pod in &pods {
+                    found.relate(&pod.name);
+                }
+                return pods;
+            }
+            for pod in &pods {
+                found.relate(&pod.name);
+            }
+            // The Deployment behind the Service, for its rollout history.
+            for deployment in pods.iter().filter_map(kube::deployment_of) {
+                let pair = (namespace.to_string(), deployment);
+                if !deployments.contains(&pair) {
+                    found.relate(&pair.1);
+                    deployments.push(pair);
+                }
+            }
+            pods
+        }
+        _ if or_workload => {
+            deployments.push((namespace.to_string(), name.to_string()));
+            workload_pods(c, namespace, "Deployment", name, found).await
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Describes a pod (unless already described) and reads its failing containers' logs and its
+/// events. Returns what is known of it afterwards.
+async fn inspect_pod<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    pod: PodInfo,
+    target: &AlertTarget,
+    options: &InvestigateOptions,
+) -> PodInfo {
+    let namespace = pod
+        .namespace
+        .clone()
+        .or_else(|| target.namespace.clone())
+        .unwrap_or_default();
+    let why = if pod.status.is_empty() {
+        "the pod the alert names: its containers' states, restarts and exit codes".to_string()
+    } else {
+        format!(
+            "pod `{}` ({}): its containers' states, restarts and exit codes",
+            pod.name,
+            if pod.status.is_empty() {
+                "status unknown"
+            } else {
+                &pod.status
+            }
+        )
+    };
+    let described = c
+        .fetch(
+            CapabilityRequest::PodDescribe {
+                namespace: namespace.clone(),
+                pod: pod.name.clone(),
+            },
+            why,
+        )
+        .await;
+    // A listed pod with no restarts did not crash in place (a Job's failed run is a new pod).
+    let listed_restarted = pod.status.is_empty() || pod.restarts > 0;
+    let info = described
+        .as_deref()
+        .and_then(|text| pod_of(text, &pod.name))
+        .map(|mut info| {
+            info.namespace.get_or_insert(namespace.clone());
+            info
+        })
+        .unwrap_or(pod);
+
+    let mut containers: Vec<_> = info
+        .containers
+        .iter()
+        .filter(|c| c.failing())
+        .cloned()
+        .collect();
+    // Init containers run first: their failure is the one that blocks the pod.
+    containers.sort_by_key(|c| !c.init);
+    containers.truncate(MAX_CONTAINERS);
+    let several = info.containers.iter().filter(|c| !c.init).count() > 1;
+    let logs = |container: Option<String>, previous: bool| CapabilityRequest::PodLogs {
+        namespace: namespace.clone(),
+        pod: info.name.clone(),
+        container,
+        previous,
+        tail_lines: options.tail_lines,
+    };
+    if containers.is_empty() {
+        // Nothing says which container failed (or the description is unreadable): the
+        // previous log explains a crash when there was one, the current log the rest.
+        let restarted = described
+            .as_deref()
+            .map_or(listed_restarted, restart_signal);
+        let container = target.container.clone();
+        if restarted {
+            c.fetch(
+                logs(container.clone(), true),
+                "the pod restarted (or its state is unknown): the crashed instance's log",
+            )
+            .await;
+        }
+        c.fetch(logs(container, false), "what the container logs now")
+            .await;
+    } else {
+        for container in &containers {
+            let name = (container.init || several || target.container.is_some())
+                .then(|| container.name.clone())
+                .filter(|n| !n.is_empty())
+                .or_else(|| target.container.clone());
+            let label = if container.init {
+                format!("init container `{}`", container.name)
+            } else {
+                format!("container `{}`", container.name)
+            };
+            if container.restarted() {
+                c.fetch(
+                    logs(name.clone(), true),
+                    format!("{label} restarted: the log of the instance that crashed"),
+                )
+                .await;
+            }
+            c.fetch(
+                logs(name, false),
+                format!("{label} is failing: what it logs now"),
+            )
+            .await;
+        }
+    }
+    c.fetch(
+        CapabilityRequest::Events {
+            namespace,
+            object: Some(info.name.clone()),
+            warnings_only: false,
+        },
+        format!("what Kubernetes reported about pod `{}`", info.name),
+    )
+    .await;
+    info
+}
+
+/// When the application's lookups fail at the cluster's DNS (`lookup … on 10.96.0.10:53: …
+/// timeout`), the DNS pods themselves: CoreDNS in `kube-system`, by its `k8s-app=kube-dns` label.
+async fn follow_cluster_dns<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    found: &mut Found,
+    target: &AlertTarget,
+    options: &InvestigateOptions,
+) {
+    let dns_failing = c.evidence.iter().any(|e| {
+        e.capability.is_container_log()
+            && e.excerpt.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.contains(":53")
+                    && (l.contains("lookup") || l.contains("dns"))
+                    && (l.contains("timeout")
+                        || l.contains("timed out")
+                        || l.contains("refused")
+                        || l.contains("server misbehaving"))
+            })
+    });
+    if !dns_failing {
+        return;
+    }
+    let listed = c
+        .fetch(
+            CapabilityRequest::PodList {
+                namespace: "kube-system".into(),
+                label_selector: Some("k8s-app=kube-dns".into()),
+            },
+            "the application's DNS lookups time out at the cluster DNS: its pods (CoreDNS)",
+        )
+        .await;
+    let mut pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+    rank_pods(&mut pods);
+    if let Some(pod) = pods.into_iter().next() {
+        let pod = inspect_pod(c, pod, target, options).await;
+        found.relate(&pod.name);
+        found.dns_pod = Some(pod);
+    }
+}
+
+/// The nodes of pods whose trouble can come from their node.
+async fn follow_nodes<E: EvidenceSource>(c: &mut Collector<'_, E>, found: &mut Found) {
+    let nodes: Vec<String> = found
+        .pods
+        .iter()
+        .filter(|p| node_may_explain(p))
+        .filter_map(|p| p.node.clone())
+        .fold(Vec::new(), |mut nodes, n| {
+            if !nodes.contains(&n) {
+                nodes.push(n);
+            }
+            nodes
+        });
+    for name in nodes.into_iter().take(MAX_FOLLOWED) {
+        found.relate(&name);
+        node(
+            c,
+            &name,
+            "a pod on this node is pending, evicted or not ready without a failing container",
+        )
+        .await;
+    }
+}
+
+fn node_may_explain(pod: &PodInfo) -> bool {
+    let status = pod.status.as_str();
+    let container_failing = pod.containers.iter().any(|c| c.failing());
+    matches!(status, "Pending" | "Unknown" | "Evicted" | "Terminating" | "ContainerCreating")
+        || pod.reason.as_deref() == Some("Evicted")
+        // Not ready with no failing container: a lost node, unless the pod's own readiness
+        // probe is what fails (`ContainersNotReady`).
+        || (pod.ready == Some(false)
+            && !container_failing
+            && pod.ready_reason.as_deref() != Some("ContainersNotReady"))
+}
+
+/// The claims of pending pods (a claim that cannot bind keeps its pod pending).
+async fn follow_claims<E: EvidenceSource>(c: &mut Collector<'_, E>, found: &mut Found) {
+    let claims: Vec<(String, String)> = found
+        .pods
+        .iter()
+        .filter(|p| matches!(p.status.as_str(), "Pending" | "ContainerCreating"))
+        .flat_map(|p| {
+            let namespace = p.namespace.clone().unwrap_or_default();
+            p.claims
+                .iter()
+                .map(move |claim| (namespace.clone(), claim.clone()))
+        })
+        .collect();
+    for (namespace, name) in claims.into_iter().take(MAX_FOLLOWED) {
+        found.relate(&name);
+        claim(c, &namespace, &name, "a pending pod mounts this claim").await;
+    }
+}
+
+/// The Warning events of a namespace.
+async fn warnings_in<E: EvidenceSource>(c: &mut Collector<'_, E>, namespace: &str, why: &str) {
+    c.fetch(
+        CapabilityRequest::Events {
+            namespace: namespace.to_string(),
+            object: None,
+            warnings_only: true,
+        },
+        why.to_string(),
+    )
+    .await;
+}
+
+/// A claim, its events, and its StorageClass.
+async fn claim<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+    why: &str,
+) {
+    let text = c
+        .fetch(
+            CapabilityRequest::ObjectGet {
+                namespace: Some(namespace.to_string()),
+                kind: "PersistentVolumeClaim".into(),
+                name: name.to_string(),
+            },
+            format!("{why}: its phase, size and storage class"),
+        )
+        .await;
+    c.fetch(
+        CapabilityRequest::Events {
+            namespace: namespace.to_string(),
+            object: Some(name.to_string()),
+            warnings_only: false,
+        },
+        format!("what the provisioner and attacher reported about claim `{name}`"),
+    )
+    .await;
+    if let Some(class) = text.as_deref().and_then(|t| claim_of(t).0) {
+        c.fetch(
+            CapabilityRequest::ObjectGet {
+                namespace: None,
+                kind: "StorageClass".into(),
+                name: class.clone(),
+            },
+            format!(
+                "claim `{name}` asks for StorageClass `{class}`: does it exist, who provisions it"
+            ),
+        )
+        .await;
+    }
+}
+
+/// A node and its events.
+async fn node<E: EvidenceSource>(c: &mut Collector<'_, E>, name: &str, why: &str) {
+    c.fetch(
+        CapabilityRequest::ObjectGet {
+            namespace: None,
+            kind: "Node".into(),
+            name: name.to_string(),
+        },
+        why.to_string(),
+    )
+    .await;
+    c.fetch(
+        CapabilityRequest::Events {
+            namespace: "default".into(),
+            object: Some(name.to_string()),
+            warnings_only: false,
+        },
+        format!("what the kubelet and node controller reported about node `{name}`"),
+    )
+    .await;
+}
+
+/// Records why nothing could be looked up.
+fn skip_everything<E: EvidenceSource>(c: &mut Collector<'_, E>, target: &AlertTarget) {
+    let reason = match (&target.namespace, target.subject()) {
+        (None, Some(subject)) => {
+            format!("the alert names `{subject}` but no namespace, so it could not be looked up")
+        }
+        _ => "the alert names no pod, workload, service, node, volume or namespace".to_string(),
+    };
+    for capability in [
+        Capability::PodDescribe,
+        Capability::PodLogsPrevious,
+        Capability::PodLogsCurrent,
+        Capability::Events,
+    ] {
+        c.skip(capability, reason.clone());
+    }
+}
+
+fn no_deploy_reason(target: &AlertTarget) -> String {
+    match (&target.namespace, &target.service) {
+        (None, _) => match target.subject() {
+            Some(subject) => format!("the alert names `{subject}` but no namespace"),
+            None => "the alert names no namespace".to_string(),
+        },
+        (Some(_), Some(service)) => format!(
+            "no Deployment behind service `{service}` was identified, so no rollout history was read"
+        ),
+        (Some(_), None) => "the alert names no workload whose deploys to read".to_string(),
+    }
+}
+
+/// `sts` → `StatefulSet`, `deployment` → `Deployment`.
+fn canonical_kind(kind: &str) -> &'static str {
+    match kind.to_ascii_lowercase().as_str() {
+        "statefulset" | "sts" => "StatefulSet",
+        "daemonset" | "ds" => "DaemonSet",
+        "job" => "Job",
+        "cronjob" => "CronJob",
+        "replicaset" | "rs" => "ReplicaSet",
+        _ => "Deployment",
+    }
+}
+
+/// Whether a pod named `pod` belongs to a workload named `owner` (`owner-<hash>-<id>`, or
+/// `owner-<ordinal>` for a StatefulSet).
+fn owned_by_name(pod: &str, owner: &str) -> bool {
+    kube::is_generated_from(pod, owner)
+}

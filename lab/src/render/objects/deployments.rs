@@ -1,0 +1,233 @@
+//! Deployments and their ReplicaSets (one per revision). Status counts left out of the
+//! scenario come from the pods: listed pods count as they are, and pods a scenario does not
+//! list (fewer listed than `replicas`) count as ready pods of the latest revision.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::pods::{pod_active, pod_ready};
+use super::{condition, conditions, controller_ref, insert_count, k8s_hash, rfc3339};
+use crate::render::world::World;
+use crate::scenario::{DeploymentSpec, PodSpec};
+
+/// `spec.selector.matchLabels`: as given, else `{app: <name>}`.
+pub(crate) fn selector(deployment: &DeploymentSpec) -> BTreeMap<String, String> {
+    deployment
+        .selector
+        .clone()
+        .unwrap_or_else(|| BTreeMap::from([("app".to_string(), deployment.name.clone())]))
+}
+
+fn container_name(deployment: &DeploymentSpec) -> String {
+    deployment
+        .container
+        .clone()
+        .unwrap_or_else(|| deployment.name.clone())
+}
+
+fn active(pods: Vec<&PodSpec>) -> Vec<&PodSpec> {
+    pods.into_iter().filter(|p| pod_active(p)).collect()
+}
+
+fn ready_count(pods: &[&PodSpec]) -> u32 {
+    pods.iter().filter(|p| pod_ready(p)).count() as u32
+}
+
+/// The ReplicaSets of a deployment, oldest revision first.
+pub(crate) fn replica_sets(world: &World, deployment: &DeploymentSpec) -> Vec<Value> {
+    let latest = deployment.revisions.len();
+    let container = container_name(deployment);
+    let older: usize = (1..latest)
+        .map(|r| active(world.pods_of_revision(deployment, r)).len())
+        .sum();
+    deployment
+        .revisions
+        .iter()
+        .enumerate()
+        .map(|(i, revision)| {
+            let number = i + 1;
+            let name = world.replica_set_name(deployment, number);
+            let hash = world.template_hash(deployment, number);
+            let pods = active(world.pods_of_revision(deployment, number));
+            let listed = pods.len() as u32;
+            // The latest revision runs what the older ones (mid-rollout) do not.
+            let replicas = match (number == latest, older) {
+                (true, 0) => deployment.replicas,
+                (true, _) => deployment.replicas.saturating_sub(older as u32).max(listed),
+                (false, _) => listed,
+            };
+            let ready = ready_count(&pods) + replicas.saturating_sub(listed);
+            let mut labels = selector(deployment);
+            labels.insert("pod-template-hash".into(), hash.clone());
+            let mut annotations = Map::new();
+            annotations.insert("deployment.kubernetes.io/revision".into(), json!(number.to_string()));
+            annotations.insert("deployment.kubernetes.io/desired-replicas".into(), json!(deployment.replicas.to_string()));
+            if let Some(cause) = &revision.change_cause {
+                annotations.insert("kubernetes.io/change-cause".into(), json!(cause));
+            }
+            let mut status = Map::new();
+            status.insert("replicas".into(), json!(replicas));
+            status.insert("observedGeneration".into(), json!(number));
+            insert_count(&mut status, "fullyLabeledReplicas", replicas);
+            insert_count(&mut status, "readyReplicas", ready);
+            insert_count(&mut status, "availableReplicas", ready);
+            json!({
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {
+                    "name": name,
+                    "namespace": deployment.namespace,
+                    "uid": k8s_hash(&format!("uid/{name}"), 16),
+                    "creationTimestamp": rfc3339(world.time(revision.created)),
+                    "labels": labels,
+                    "annotations": annotations,
+                    "ownerReferences": [controller_ref("Deployment", &deployment.name, &k8s_hash(&format!("uid/{}", deployment.name), 16))],
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": container, "image": revision.image}]},
+                    },
+                },
+                "status": status,
+            })
+        })
+        .collect()
+}
+
+/// Status counts: the scenario's, else from the pods (unlisted pods ready and up to date).
+struct Counts {
+    replicas: u32,
+    ready: u32,
+    available: u32,
+    updated: u32,
+}
+
+fn counts(world: &World, deployment: &DeploymentSpec) -> Counts {
+    let pods = active(world.pods_of("Deployment", &deployment.namespace, &deployment.name));
+    let latest = active(world.pods_of_revision(deployment, deployment.revisions.len()));
+    let listed = pods.len() as u32;
+    let unlisted = deployment.replicas.saturating_sub(listed);
+    let given = deployment.status.clone().unwrap_or_default();
+    let ready = given
+        .ready_replicas
+        .unwrap_or(ready_count(&pods) + unlisted);
+    Counts {
+        replicas: given.replicas.unwrap_or(listed + unlisted),
+        ready,
+        available: given.available_replicas.unwrap_or(ready),
+        updated: given
+            .updated_replicas
+            .unwrap_or(latest.len() as u32 + unlisted),
+    }
+}
+
+/// Available and Progressing, as the deployment controller would set them.
+fn default_conditions(world: &World, deployment: &DeploymentSpec, counts: &Counts) -> Vec<Value> {
+    let max_unavailable = deployment.replicas / 4;
+    let available = counts.available + max_unavailable >= deployment.replicas;
+    let current = world.replica_set_name(deployment, deployment.revisions.len());
+    let progressing = if deployment.paused {
+        condition(
+            "Progressing",
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused",
+        )
+    } else if counts.updated >= deployment.replicas && counts.available >= deployment.replicas {
+        condition(
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            &format!("ReplicaSet \"{current}\" has successfully progressed."),
+        )
+    } else {
+        condition(
+            "Progressing",
+            "True",
+            "ReplicaSetUpdated",
+            &format!("ReplicaSet \"{current}\" is progressing."),
+        )
+    };
+    let mut list = vec![
+        if available {
+            condition(
+                "Available",
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+            )
+        } else {
+            condition(
+                "Available",
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+            )
+        },
+        progressing,
+    ];
+    let since = deployment.revisions.last().map(|r| r.created);
+    for c in &mut list {
+        c.at = since;
+    }
+    conditions(world, &list, &["lastUpdateTime"])
+}
+
+/// The Deployment object.
+pub(crate) fn deployment_object(world: &World, deployment: &DeploymentSpec) -> Value {
+    let first = deployment.revisions.first().map(|r| world.time(r.created));
+    let latest = deployment.revisions.last();
+    let generation = deployment.revisions.len();
+    let selector = selector(deployment);
+    let counts = counts(world, deployment);
+    let mut status = Map::new();
+    status.insert("observedGeneration".into(), json!(generation));
+    insert_count(&mut status, "replicas", counts.replicas);
+    insert_count(&mut status, "readyReplicas", counts.ready);
+    insert_count(&mut status, "availableReplicas", counts.available);
+    insert_count(&mut status, "updatedReplicas", counts.updated);
+    insert_count(
+        &mut status,
+        "unavailableReplicas",
+        counts.replicas.saturating_sub(counts.available),
+    );
+    let conditions = if deployment.conditions.is_empty() {
+        default_conditions(world, deployment, &counts)
+    } else {
+        conditions(world, &deployment.conditions, &["lastUpdateTime"])
+    };
+    status.insert("conditions".into(), Value::Array(conditions));
+    let mut spec = json!({
+        "replicas": deployment.replicas,
+        "selector": {"matchLabels": selector},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+        "revisionHistoryLimit": 10,
+        "progressDeadlineSeconds": 600,
+        "template": {
+            "metadata": {"labels": selector},
+            "spec": {"containers": [{"name": container_name(deployment), "image": latest.map(|r| r.image.clone())}]},
+        },
+    });
+    if deployment.paused {
+        spec["paused"] = json!(true);
+    }
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": deployment.name,
+            "namespace": deployment.namespace,
+            "uid": k8s_hash(&format!("uid/{}", deployment.name), 16),
+            "generation": generation,
+            "creationTimestamp": first.map(rfc3339),
+            "annotations": {"deployment.kubernetes.io/revision": generation.to_string()},
+            "labels": {"app": deployment.name},
+        },
+        "spec": spec,
+        "status": status,
+    })
+}

@@ -1,0 +1,151 @@
+//! The Kubernetes object model: a scenario's world as the API server would return it (JSON
+//! values shaped like real objects: `metadata`, `spec`, `status`, `ownerReferences`,
+//! `conditions`), with stable made-up names, hashes, uids and addresses. The MCP tools print
+//! these as YAML; the fake Kubernetes API serves them as JSON.
+//!
+//! One module per kind family; [`kinds`] is the table of every served kind (apiVersion, kind,
+//! REST resource, scope, builder) that both the tools and the fake API look kinds up in.
+
+mod autoscaling;
+mod batch;
+mod config;
+mod deployments;
+mod events;
+pub mod kinds;
+mod network;
+mod nodes;
+mod pods;
+mod storage;
+mod workloads;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value, json};
+
+use super::world::World;
+use crate::scenario::ConditionSpec;
+
+pub use kinds::{KINDS, Kind};
+pub use nodes::KUBELET_VERSION;
+pub(crate) use pods::{init_finished, pod_object};
+
+pub(crate) fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// A short, stable, Kubernetes-looking hash (pod-template-hash alphabet).
+pub(crate) fn k8s_hash(seed: &str, len: usize) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut out = String::new();
+    for round in 0..len {
+        for b in seed.bytes().chain([round as u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push(ALPHABET[(h % ALPHABET.len() as u64) as usize] as char);
+    }
+    out
+}
+
+/// The uid of an object of the kinds added after Pods, ReplicaSets and Deployments (those keep
+/// the uids they always had).
+pub(crate) fn uid(kind: &str, namespace: &str, name: &str) -> String {
+    k8s_hash(&format!("uid/{kind}/{namespace}/{name}"), 16)
+}
+
+/// The apiVersion of a kind the lab knows (`v1` for the core kinds and anything else).
+pub(crate) fn api_version_of(kind: &str) -> &'static str {
+    match kind {
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => "apps/v1",
+        "Job" | "CronJob" => "batch/v1",
+        "HorizontalPodAutoscaler" => "autoscaling/v2",
+        "StorageClass" => "storage.k8s.io/v1",
+        _ => "v1",
+    }
+}
+
+/// An `ownerReferences` entry naming the controller.
+pub(crate) fn controller_ref(kind: &str, name: &str, uid: &str) -> Value {
+    json!({
+        "apiVersion": api_version_of(kind), "kind": kind, "name": name,
+        "controller": true, "blockOwnerDeletion": true, "uid": uid,
+    })
+}
+
+/// Conditions as Kubernetes lists them: `lastTransitionTime` (and each of `also`, e.g.
+/// `lastUpdateTime`) is the condition's `at`, or the alert time.
+pub(crate) fn conditions(world: &World, specs: &[ConditionSpec], also: &[&str]) -> Vec<Value> {
+    specs
+        .iter()
+        .map(|c| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!(c.kind));
+            m.insert("status".into(), json!(c.status));
+            if let Some(r) = &c.reason {
+                m.insert("reason".into(), json!(r));
+            }
+            if let Some(msg) = &c.message {
+                m.insert("message".into(), json!(msg));
+            }
+            let at = json!(rfc3339(world.time_or(c.at, chrono::Duration::zero())));
+            for key in std::iter::once(&"lastTransitionTime").chain(also) {
+                m.insert((*key).into(), at.clone());
+            }
+            Value::Object(m)
+        })
+        .collect()
+}
+
+/// A condition made up by the lab (a default; `status` is `True`, `False` or `Unknown`).
+pub(crate) fn condition(kind: &str, status: &str, reason: &str, message: &str) -> ConditionSpec {
+    ConditionSpec {
+        kind: kind.into(),
+        status: status.into(),
+        reason: (!reason.is_empty()).then(|| reason.into()),
+        message: (!message.is_empty()).then(|| message.into()),
+        at: None,
+    }
+}
+
+/// Inserts `value` under `key` unless it is `None` (Kubernetes omits unset fields).
+pub(crate) fn insert_some<T: serde::Serialize>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    value: Option<T>,
+) {
+    if let Some(value) = value {
+        map.insert(key.into(), json!(value));
+    }
+}
+
+/// Counts as Kubernetes serves them: zero is omitted (`omitempty`).
+pub(crate) fn insert_count(map: &mut Map<String, Value>, key: &str, value: u32) {
+    if value > 0 {
+        map.insert(key.into(), json!(value));
+    }
+}
+
+/// A controller's pod template containers: its first pod's (the first one with `image`, when
+/// given), else one container named `fallback_name`.
+pub(crate) fn template_containers(
+    pods: &[&crate::scenario::PodSpec],
+    image: Option<&str>,
+    fallback_name: &str,
+) -> Value {
+    let container = |name: &str, image: Option<&str>| {
+        let mut c = Map::new();
+        c.insert("name".into(), json!(name));
+        insert_some(&mut c, "image", image);
+        Value::Object(c)
+    };
+    match pods.first() {
+        Some(pod) => Value::Array(
+            pod.containers
+                .iter()
+                .enumerate()
+                .map(|(i, c)| container(&c.name, image.filter(|_| i == 0).or(Some(&c.image))))
+                .collect(),
+        ),
+        None => Value::Array(vec![container(fallback_name, image)]),
+    }
+}

@@ -1,0 +1,219 @@
+//! The scenario's world indexed once per answer: who owns each pod, each deployment revision's
+//! ReplicaSet hash, pod IPs (unique), the nodes and namespaces that exist. Every object builder
+//! reads the world through this, so the Pod, its ReplicaSet, the Service's Endpoints and the
+//! fake Kubernetes API agree on names, hashes, labels and addresses.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::objects::k8s_hash;
+use crate::reltime::RelTime;
+use crate::scenario::{DeploymentSpec, PodSpec, Scenario, ScenarioSpec};
+
+/// The controller that owns a pod.
+#[derive(Debug, Clone, Copy)]
+pub enum PodOwner<'a> {
+    /// One revision's ReplicaSet of a Deployment (1-based revision).
+    Revision {
+        deployment: &'a DeploymentSpec,
+        revision: usize,
+    },
+    /// A StatefulSet, DaemonSet, Job, or a ReplicaSet no deployment revision names.
+    Controller { kind: &'a str, name: &'a str },
+}
+
+/// A scenario with what is derived from all of it at once.
+pub struct World<'a> {
+    pub scenario: &'a Scenario,
+    pub spec: &'a ScenarioSpec,
+    /// Pod index → its IP (scheduled pods only).
+    pod_ips: BTreeMap<usize, String>,
+}
+
+impl<'a> World<'a> {
+    pub fn new(scenario: &'a Scenario) -> Self {
+        let mut world = Self {
+            scenario,
+            spec: &scenario.spec,
+            pod_ips: BTreeMap::new(),
+        };
+        world.pod_ips = world.assign_pod_ips();
+        world
+    }
+
+    /// A time of the world, relative to the alert.
+    pub fn time(&self, at: RelTime) -> DateTime<Utc> {
+        self.scenario.time(at)
+    }
+
+    /// A time, or the alert time offset by `default` when none is given.
+    pub fn time_or(&self, at: Option<RelTime>, default: Duration) -> DateTime<Utc> {
+        self.time(at.unwrap_or(RelTime::Offset(default)))
+    }
+
+    /// When a pod was created (default an hour before the alert).
+    pub fn pod_created(&self, pod: &PodSpec) -> DateTime<Utc> {
+        self.time_or(pod.created, Duration::hours(-1))
+    }
+
+    /// IPs as the lab always made them (`10.244.<created % 200>.<name length + 10>`), but
+    /// unique: a pod whose IP is taken moves to the next free last octet.
+    fn assign_pod_ips(&self) -> BTreeMap<usize, String> {
+        let mut taken = BTreeSet::new();
+        let mut ips = BTreeMap::new();
+        for (i, pod) in self.spec.pods.iter().enumerate() {
+            if pod.node.is_none() {
+                continue;
+            }
+            let third = self.pod_created(pod).timestamp().rem_euclid(200);
+            let mut last = pod.name.len() + 10;
+            while taken.contains(&(third, last)) {
+                last = if last >= 250 { 10 } else { last + 1 };
+            }
+            taken.insert((third, last));
+            ips.insert(i, format!("10.244.{third}.{last}"));
+        }
+        ips
+    }
+
+    /// The pod's IP, if it is scheduled.
+    pub fn pod_ip(&self, pod: &PodSpec) -> Option<&str> {
+        let index = self.spec.pods.iter().position(|p| std::ptr::eq(p, pod))?;
+        self.pod_ips.get(&index).map(String::as_str)
+    }
+
+    /// The deployment a pod names, in its namespace.
+    pub fn deployment(&self, namespace: &str, name: &str) -> Option<&'a DeploymentSpec> {
+        self.spec
+            .deployments
+            .iter()
+            .find(|d| d.name == name && d.namespace == namespace)
+    }
+
+    /// The pod's controller: its deployment's revision, or its `owner`.
+    pub fn owner(&self, pod: &'a PodSpec) -> Option<PodOwner<'a>> {
+        if let Some(deployment) = pod
+            .deployment
+            .as_deref()
+            .and_then(|name| self.deployment(&pod.namespace, name))
+        {
+            return Some(PodOwner::Revision {
+                deployment,
+                revision: pod.revision.unwrap_or(deployment.revisions.len()),
+            });
+        }
+        let owner = pod.owner.as_ref()?;
+        if owner.kind == "ReplicaSet" {
+            // A ReplicaSet named like a deployment's revision is that revision.
+            for deployment in self
+                .spec
+                .deployments
+                .iter()
+                .filter(|d| d.namespace == pod.namespace)
+            {
+                for revision in 1..=deployment.revisions.len() {
+                    if self.replica_set_name(deployment, revision) == owner.name {
+                        return Some(PodOwner::Revision {
+                            deployment,
+                            revision,
+                        });
+                    }
+                }
+            }
+        }
+        Some(PodOwner::Controller {
+            kind: &owner.kind,
+            name: &owner.name,
+        })
+    }
+
+    /// A revision's `pod-template-hash`: the one its pods' labels give, else made up from the
+    /// deployment's name and the revision.
+    pub fn template_hash(&self, deployment: &DeploymentSpec, revision: usize) -> String {
+        let latest = deployment.revisions.len();
+        self.spec
+            .pods
+            .iter()
+            .filter(|p| {
+                p.namespace == deployment.namespace
+                    && p.deployment.as_deref() == Some(deployment.name.as_str())
+                    && p.revision.unwrap_or(latest) == revision
+            })
+            .find_map(|p| p.labels.get("pod-template-hash").cloned())
+            .unwrap_or_else(|| k8s_hash(&format!("{}/{}", deployment.name, revision), 10))
+    }
+
+    /// `<deployment>-<pod-template-hash>`.
+    pub fn replica_set_name(&self, deployment: &DeploymentSpec, revision: usize) -> String {
+        format!(
+            "{}-{}",
+            deployment.name,
+            self.template_hash(deployment, revision)
+        )
+    }
+
+    /// The pods owned by a controller (`Deployment` means any of its revisions).
+    pub fn pods_of(&self, kind: &str, namespace: &str, name: &str) -> Vec<&'a PodSpec> {
+        self.spec
+            .pods
+            .iter()
+            .filter(|p| p.namespace == namespace)
+            .filter(|p| match self.owner(p) {
+                Some(PodOwner::Revision { deployment, .. }) => {
+                    kind == "Deployment" && deployment.name == name
+                }
+                Some(PodOwner::Controller { kind: k, name: n }) => k == kind && n == name,
+                None => false,
+            })
+            .collect()
+    }
+
+    /// The pods of one deployment revision.
+    pub fn pods_of_revision(
+        &self,
+        deployment: &DeploymentSpec,
+        revision: usize,
+    ) -> Vec<&'a PodSpec> {
+        self.pods_of("Deployment", &deployment.namespace, &deployment.name)
+            .into_iter()
+            .filter(|p| {
+                matches!(self.owner(p), Some(PodOwner::Revision { revision: r, .. }) if r == revision)
+            })
+            .collect()
+    }
+
+    /// Listed nodes, then nodes only pods name, each once.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.spec.nodes.iter().map(|n| n.name.clone()).collect();
+        for node in self.spec.pods.iter().filter_map(|p| p.node.as_ref()) {
+            if !names.contains(node) {
+                names.push(node.clone());
+            }
+        }
+        names
+    }
+
+    /// Every namespace something lives in, plus `default` and `kube-system`, sorted.
+    pub fn namespaces(&self) -> Vec<String> {
+        let spec = self.spec;
+        let mut all: BTreeSet<String> = ["default", "kube-system"].map(String::from).into();
+        let named = spec
+            .pods
+            .iter()
+            .map(|p| &p.namespace)
+            .chain(spec.deployments.iter().map(|d| &d.namespace))
+            .chain(spec.statefulsets.iter().map(|s| &s.namespace))
+            .chain(spec.daemonsets.iter().map(|d| &d.namespace))
+            .chain(spec.jobs.iter().map(|j| &j.namespace))
+            .chain(spec.cronjobs.iter().map(|c| &c.namespace))
+            .chain(spec.services.iter().map(|s| &s.namespace))
+            .chain(spec.persistentvolumeclaims.iter().map(|c| &c.namespace))
+            .chain(spec.horizontalpodautoscalers.iter().map(|h| &h.namespace))
+            .chain(spec.resourcequotas.iter().map(|q| &q.namespace))
+            .chain(spec.configmaps.iter().map(|c| &c.namespace));
+        all.extend(named.cloned());
+        all.extend(spec.events.iter().map(|e| e.namespace()));
+        all.into_iter().collect()
+    }
+}
