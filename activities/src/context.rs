@@ -8,9 +8,9 @@ use firstline_model::ThreadKey;
 use sqlx::PgPool;
 
 use crate::RoundError;
-use firstline_investigation::redact::redact;
 use firstline_model::text::clip;
 use firstline_model::{ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
+use firstline_redact::redact;
 use firstline_store::rounds::{self, RoundRecap};
 use firstline_store::threads;
 use firstline_workflows::types::{AlertMessage, RoundContext, RoundPolicy};

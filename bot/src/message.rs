@@ -71,6 +71,17 @@ pub struct Incoming {
 }
 
 impl Incoming {
+    /// This message with the secrets people paste (tokens, keys, passwords, connection strings,
+    /// JWTs, private keys) removed from its text and from every string of its payload, so they
+    /// are never stored, published or signalled. Returns how many were removed.
+    pub fn redacted(mut self) -> (Self, usize) {
+        let text = firstline_redact::redact(&self.text);
+        let (raw, in_raw) = firstline_redact::redact_json(&self.raw);
+        self.text = text.text;
+        self.raw = raw;
+        (self, text.redactions + in_raw)
+    }
+
     /// The Kafka record of this message, stored as `message_id` at `received_at`.
     pub fn record(
         &self,

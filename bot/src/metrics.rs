@@ -22,3 +22,5 @@ pub const OUTBOX_PRUNED: &str = "firstline_outbox_pruned_total";
 pub const RESOLUTIONS: &str = "firstline_bot_resolutions_total";
 /// Counter: Slack retries seen (`X-Slack-Retry-Num` present), by `reason`.
 pub const SLACK_RETRIES: &str = "firstline_bot_slack_retries_total";
+/// Counter: secrets removed from Slack messages before they were stored.
+pub const REDACTIONS: &str = "firstline_bot_redactions_total";

@@ -113,6 +113,15 @@ impl Pipeline {
                 return Ok(Handled::Ignored(reason));
             }
         };
+        // Before anything keeps it: Postgres, the Kafka record, the Temporal signal.
+        let (message, redactions) = message.redacted();
+        if redactions > 0 {
+            metrics::counter!(names::REDACTIONS).increment(redactions as u64);
+            tracing::info!(
+                redactions,
+                "secrets removed from a message before it was stored"
+            );
+        }
         let span = tracing::Span::current();
         span.record("event_id", message.event_id.as_deref().unwrap_or(""));
         span.record("kind", message.kind.as_str());

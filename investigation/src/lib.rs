@@ -16,7 +16,7 @@
 //!   only for a detector-verified cause; the verdict. [`ask`](mod@ask): up to three questions.
 //! - [`report`]: the report and verdict types; [`render`]: Markdown and the stored result.
 //! - [`evidence`]: evidence ids, digests, the quote check; [`excerpt`]: tool output bounded to
-//!   excerpts within a per-round budget; [`redact`]: secrets removed from untrusted text.
+//!   excerpts within a per-round budget (secrets are removed by `firstline_redact`).
 //! - [`tools`]: the capability interface and the MCP tool layer behind it (allowlisted, bounded,
 //!   redacted, audited, cached by digest).
 //!
@@ -52,7 +52,6 @@ pub mod judge;
 pub mod model_path;
 pub mod next_steps;
 pub mod recall;
-pub mod redact;
 pub mod render;
 pub mod report;
 pub mod state;

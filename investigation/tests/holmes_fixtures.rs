@@ -10,8 +10,8 @@ use firstline_alert::holmes::from_investigate_request;
 use firstline_investigation::detectors::{DetectionContext, Finding, run_detectors};
 use firstline_investigation::evidence::{Capability, Evidence, EvidenceId, MissingEvidence};
 use firstline_investigation::excerpt::RoundBudget;
-use firstline_investigation::redact::redact;
 use firstline_lab::holmes_fixture::RecordedToolCall;
+use firstline_redact::redact;
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/peer/holmesgpt")

@@ -3,7 +3,9 @@
 //! It binds `127.0.0.1:0`, serves `POST /v1/chat/completions` (streaming off), answers each
 //! request with the next [`ScriptedReply`] in its queue, and records every request so a test can
 //! assert on the messages, tools and `response_format` it was sent. An empty queue answers
-//! HTTP 500 "script exhausted", so a test that asks more than it scripted fails loudly.
+//! HTTP 500 "script exhausted", so a test that asks more than it scripted fails loudly — unless
+//! the server was started with a responder ([`ScriptedServer::responding`]), which then answers
+//! each request from what it asks (a long run, such as `firstline eval --model` over every case).
 
 use axum::Router;
 use axum::extract::State;
@@ -213,10 +215,14 @@ impl RecordedRequest {
     }
 }
 
+/// Answers a request the queue has no reply for.
+pub type Responder = Box<dyn Fn(&RecordedRequest) -> ScriptedReply + Send + Sync>;
+
 #[derive(Default)]
 struct Script {
     replies: Mutex<VecDeque<ScriptedReply>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    responder: Option<Responder>,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -243,9 +249,26 @@ impl std::fmt::Debug for ScriptedServer {
 impl ScriptedServer {
     /// Binds `127.0.0.1:0` and serves `replies` in order.
     pub async fn start(replies: impl IntoIterator<Item = ScriptedReply>) -> std::io::Result<Self> {
-        let script = Arc::new(Script::default());
+        let script = Script::default();
         locked(&script.replies).extend(replies);
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::serve(script, ("127.0.0.1", 0)).await
+    }
+
+    /// Binds `addr` and answers every request with `responder`.
+    pub async fn responding(
+        addr: impl tokio::net::ToSocketAddrs,
+        responder: Responder,
+    ) -> std::io::Result<Self> {
+        let script = Script {
+            responder: Some(responder),
+            ..Script::default()
+        };
+        Self::serve(script, addr).await
+    }
+
+    async fn serve(script: Script, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Self> {
+        let script = Arc::new(script);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/v1/chat/completions", post(answer))
@@ -317,11 +340,14 @@ async fn answer(State(script): State<Arc<Script>>, headers: HeaderMap, body: Str
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
-    locked(&script.requests).push(RecordedRequest {
+    let request = RecordedRequest {
         body,
         authorization,
-    });
-    let next = locked(&script.replies).pop_front();
+    };
+    let next = locked(&script.replies)
+        .pop_front()
+        .or_else(|| script.responder.as_ref().map(|respond| respond(&request)));
+    locked(&script.requests).push(request);
     match next {
         Some(reply) => {
             if !reply.delay.is_zero() {

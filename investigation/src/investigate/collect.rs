@@ -13,9 +13,9 @@ use tokio::time::Instant;
 
 use crate::evidence::{Capability, Evidence, EvidenceId};
 use crate::excerpt::RoundBudget;
-use crate::redact::redact;
 use crate::state::Missing;
 use crate::tools::{CapabilityRequest, EvidenceSource, Fetched};
+use firstline_redact::redact;
 
 use super::InvestigateOptions;
 use super::plan::{PlanStep, StepOutcome};

@@ -198,6 +198,10 @@ pub async fn refine<E: EvidenceSource, C: ReplyCache>(
         tool_calls = tracing::field::Empty,
     );
     async {
+        if state.report.as_ref().is_some_and(|r| r.heartbeat.is_some()) {
+            // A heartbeat fires on purpose: nothing for a model to read or say.
+            return state.clone();
+        }
         let tool_room = options
             .max_tool_calls
             .saturating_sub(state.usage.tool_calls)

@@ -24,7 +24,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use super::setup::{ServerSpec, Transport};
-use crate::redact::redact;
+use firstline_redact::redact;
 
 /// How long a failed connection attempt is remembered before trying again.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(30);

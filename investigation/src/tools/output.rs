@@ -5,7 +5,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use crate::redact::redact;
+use firstline_redact::redact;
 
 /// A result ready to be stored: redacted and within the size cap.
 #[derive(Debug, Clone, PartialEq, Eq)]

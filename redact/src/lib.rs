@@ -1,5 +1,7 @@
-//! Redaction of secrets from untrusted text (tool output, Slack messages) before it is stored,
-//! shown in Slack, or sent to a model (ARCHITECTURE.md, invariants 7 and 12).
+//! firstline-redact: secrets out of untrusted text before it is stored, published, signalled,
+//! shown in Slack or sent to a model (ARCHITECTURE.md, invariants 7 and 12). The bot applies it to
+//! every Slack message at ingest ([`redact_json`] for the payload kept as `raw`); the
+//! investigation to every tool answer.
 //!
 //! Rules are ordered: whole-block secrets (PEM keys) first, then token shapes that are secret
 //! wherever they appear (JWTs, Slack/GitHub tokens, AWS key ids), then secrets recognised by the
@@ -193,6 +195,43 @@ fn shannon_entropy(value: &str) -> f64 {
         .sum()
 }
 
+/// `value` with every string in it redacted (object keys are kept: they are field names), and
+/// how many secrets were removed.
+pub fn redact_json(value: &serde_json::Value) -> (serde_json::Value, usize) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => {
+            let redacted = redact(text);
+            (Value::String(redacted.text), redacted.redactions)
+        }
+        Value::Array(items) => {
+            let mut total = 0;
+            let items = items
+                .iter()
+                .map(|item| {
+                    let (item, n) = redact_json(item);
+                    total += n;
+                    item
+                })
+                .collect();
+            (Value::Array(items), total)
+        }
+        Value::Object(fields) => {
+            let mut total = 0;
+            let fields = fields
+                .iter()
+                .map(|(key, item)| {
+                    let (item, n) = redact_json(item);
+                    total += n;
+                    (key.clone(), item)
+                })
+                .collect();
+            (Value::Object(fields), total)
+        }
+        other => (other.clone(), 0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,5 +405,30 @@ mod tests {
     fn keeps_surrounding_multibyte_text_intact() {
         let out = redact("café password=ünïcødé → ok");
         assert_eq!(out.text, "café password=[REDACTED] → ok");
+    }
+
+    #[test]
+    fn every_string_of_a_payload_is_redacted_and_its_keys_are_kept() {
+        let payload = serde_json::json!({
+            "event": {
+                "text": "db is postgres://app:s3cr3t@db:5432/x",
+                "blocks": [{"elements": [{"text": "password=hunter2"}]}],
+                "password": 42,
+            }
+        });
+        let (redacted, count) = redact_json(&payload);
+        assert_eq!(count, 2);
+        assert_eq!(
+            redacted["event"]["text"],
+            "db is postgres://app:[REDACTED]@db:5432/x"
+        );
+        assert_eq!(
+            redacted["event"]["blocks"][0]["elements"][0]["text"],
+            "password=[REDACTED]"
+        );
+        assert_eq!(
+            redacted["event"]["password"], 42,
+            "keys and numbers are kept"
+        );
     }
 }
