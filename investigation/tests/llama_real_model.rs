@@ -61,6 +61,7 @@ params.n_parallel = 1
 params.cpuparams.n_threads = 1
 params.cpuparams_batch.n_threads = 1
 params.endpoint_metrics = True
+params.verbosity = 4
 parent = os.getppid()
 server = xlc.Server(params)
 print("llama.cpp server listening on", server.listening_address, flush=True)
@@ -131,7 +132,10 @@ struct Llama {
 impl Llama {
     async fn start(python: &Path, model: &Path) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port().unwrap_or_else(|e| panic!("{e}"));
+        let port = std::env::var("DBG_PORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| free_port().unwrap()); // DBG
         let args = vec![
             "-c".to_string(),
             SERVER_SCRIPT.to_string(),
@@ -195,7 +199,12 @@ fn limits() -> BudgetLimits {
         max_model_calls: 4,
         max_tool_calls: 2,
         max_tokens: 12_000,
-        wall_time: Duration::from_secs(100),
+        wall_time: Duration::from_secs(
+            std::env::var("DBG_WALL")
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(100),
+        ), // DBG
     }
 }
 
@@ -236,8 +245,15 @@ async fn a_real_llama_cpp_server_refines_a_round_or_falls_back_safely() {
     let deterministic_after = started.elapsed();
 
     // The model path, against the real server.
-    let mut client_options = ClientOptions::new(llama.base_url(), MODEL_NAME);
-    client_options.timeout = REQUEST_TIMEOUT;
+    let mut client_options = ClientOptions::new(
+        std::env::var("DBG_BASE").unwrap_or_else(|_| llama.base_url()),
+        MODEL_NAME,
+    ); // DBG
+    client_options.timeout = std::env::var("DBG_TIMEOUT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(REQUEST_TIMEOUT); // DBG
     let client = Client::new(client_options).expect("client");
     let all = Switches {
         investigate: true,
@@ -268,6 +284,7 @@ async fn a_real_llama_cpp_server_refines_a_round_or_falls_back_safely() {
          {prompt_tokens_served} prompt and {predicted_tokens_served} predicted tokens"
     );
     eprintln!("model run: {run:#?}");
+    let _ = std::fs::copy(llama._dir.path().join("llama.log"), "/tmp/llama-debug.log");
 
     let limits = limits();
     assert!(

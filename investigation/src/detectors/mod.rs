@@ -225,6 +225,17 @@ impl DetectionContext {
 /// Whether the alert is about a service's requests: its name, summary or description speaks of
 /// errors, 5xx, latency, timeouts, availability or request durations.
 pub fn is_service_level(target: &AlertTarget) -> bool {
+    // A catalogue alert says what it is about: a pod, a workload, a volume, a node or a quota
+    // is never a service's requests, whatever its text says ("resource requests",
+    // `KubePersistentVolumeErrors`). The control plane's alerts may be (API latency, errors).
+    if let Some(rule) = target
+        .alertname
+        .as_deref()
+        .and_then(crate::catalogue::lookup)
+        && rule.focus != crate::catalogue::Focus::ControlPlane
+    {
+        return false;
+    }
     let words = [
         &target.alertname,
         &target.rule,

@@ -2147,3 +2147,28 @@ status:
     assert_eq!(findings[0].detector, DetectorKind::NodePressure);
     assert_eq!(findings[0].title, "Node `worker-1` has MemoryPressure");
 }
+
+#[test]
+fn a_catalogue_alert_about_objects_is_not_service_level_whatever_its_words() {
+    let target = |alertname: &str, summary: &str| firstline_alert::AlertTarget {
+        alertname: Some(alertname.to_string()),
+        summary: Some(summary.to_string()),
+        ..firstline_alert::AlertTarget::default()
+    };
+    assert!(!super::is_service_level(&target(
+        "KubeCPUOvercommit",
+        "Cluster has overcommitted CPU resource requests."
+    )));
+    assert!(!super::is_service_level(&target(
+        "KubePersistentVolumeErrors",
+        "PersistentVolume is having issues with provisioning."
+    )));
+    assert!(super::is_service_level(&target(
+        "KubeAPIErrorBudgetBurn",
+        "The API server is burning too much error budget."
+    )));
+    assert!(super::is_service_level(&target(
+        "CheckoutHighErrorRate",
+        "checkout 5xx ratio above 5%"
+    )));
+}
