@@ -29,6 +29,9 @@ pub struct LlmSettings {
     pub max_tokens: u32,
     /// Seconds of wall time the model path of one round may take.
     pub budget_secs: u64,
+    /// Characters of evidence in the model's opening context (a small local model reads about
+    /// 400 a second on one CPU thread; a hosted one takes the default in stride).
+    pub context_chars: usize,
     /// Sampling temperature (0 to 2).
     pub temperature: f32,
     /// Whether the model may call tools after the deterministic gather.
@@ -50,6 +53,7 @@ impl Default for LlmSettings {
             max_tool_calls: 8,
             max_tokens: 24_000,
             budget_secs: 120,
+            context_chars: 16_000,
             temperature: 0.0,
             investigate: true,
             summarise: true,
@@ -73,6 +77,7 @@ impl LlmSettings {
             ("llm.max_tool_calls", u64::from(self.max_tool_calls)),
             ("llm.max_tokens", u64::from(self.max_tokens)),
             ("llm.budget_secs", self.budget_secs),
+            ("llm.context_chars", self.context_chars as u64),
         ])?;
         if !(0.0..=2.0).contains(&self.temperature) {
             return Err(ConfigError::rejected(

@@ -50,6 +50,12 @@ pub use schema::{Decision, ModelCause, ModelClaim, ModelConfidence, ModelSummary
 const OVERSIZED_CHARS: usize = 20_000;
 /// Longest question the model may add.
 const MAX_QUESTION_CHARS: usize = 300;
+/// Completion tokens each step may ask for: an investigation step picks a tool or says it is
+/// done; the summary is a few short causes; the verdict a decision and three questions. A small
+/// model on one CPU thread writes about 13 tokens a second, so these also bound a step's time.
+const INVESTIGATE_COMPLETION: u32 = 384;
+const SUMMARY_COMPLETION: u32 = 1024;
+const VERDICT_COMPLETION: u32 = 256;
 
 /// Which steps the model takes (`llm.investigate`, `llm.summarise`, `llm.judge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +71,8 @@ pub struct ModelPath {
     client: Client,
     limits: BudgetLimits,
     switches: Switches,
+    /// Characters of evidence in the model's opening context (`llm.context_chars`).
+    context_chars: usize,
 }
 
 impl ModelPath {
@@ -89,7 +97,10 @@ impl ModelPath {
             summarise: llm.summarise,
             judge: llm.judge,
         };
-        Ok(Some(Self::new(Client::new(options)?, limits, switches)))
+        Ok(Some(
+            Self::new(Client::new(options)?, limits, switches)
+                .with_context_chars(llm.context_chars),
+        ))
     }
 
     /// A model path over `client`.
@@ -98,7 +109,14 @@ impl ModelPath {
             client,
             limits,
             switches,
+            context_chars: firstline_config::LlmSettings::default().context_chars,
         }
+    }
+
+    /// The same, with `chars` characters of evidence in the opening context.
+    pub fn with_context_chars(mut self, chars: usize) -> Self {
+        self.context_chars = chars;
+        self
     }
 
     /// The model's name.
@@ -288,7 +306,11 @@ impl<C: ReplyCache> Round<'_, C> {
         let switches = self.path.switches;
         self.messages = vec![
             Message::system(prompt::system(&self.fence)),
-            Message::user(prompt::context(&self.work, &self.fence)),
+            Message::user(prompt::context(
+                &self.work,
+                &self.fence,
+                self.path.context_chars,
+            )),
         ];
         if switches.investigate {
             self.investigate(source, options).await?;
@@ -369,11 +391,19 @@ impl<C: ReplyCache> Round<'_, C> {
         for step in 0..steps {
             let last = step + 1 == steps || self.budget.tool_calls_left() == 0;
             let offered: Vec<ToolSpec> = if last { Vec::new() } else { all_tools.clone() };
-            let request = ChatRequest::new(self.messages.clone()).with_tools(offered.clone());
+            let request = ChatRequest::new(self.messages.clone())
+                .with_tools(offered.clone())
+                .with_max_tokens(INVESTIGATE_COMPLETION);
             let answer = self.ask(&format!("investigate/{step}"), &request).await?;
             if answer.tool_calls.is_empty() {
-                usable(&answer)?;
-                self.messages.push(Message::from_answer(&answer));
+                if let Some(refusal) = &answer.refusal {
+                    return Err(LlmError::Refusal(cut(refusal, 200)));
+                }
+                // Prose cut off at the step's cap ends the investigation, not the run: the
+                // summary is asked next, without the unfinished text.
+                if answer.finish_reason != FinishReason::Length {
+                    self.messages.push(Message::from_answer(&answer));
+                }
                 break;
             }
             self.messages.push(Message::from_answer(&answer));
@@ -482,7 +512,14 @@ impl<C: ReplyCache> Round<'_, C> {
             schema::schema_of::<T>().map_err(|e| LlmError::Config(format!("schema: {e}")))?;
         let mut messages = self.messages.clone();
         messages.push(Message::user(instruction));
-        let request = ChatRequest::new(messages).with_schema(step.replace('/', "_"), schema);
+        let cap = if step == "judge" {
+            VERDICT_COMPLETION
+        } else {
+            SUMMARY_COMPLETION
+        };
+        let request = ChatRequest::new(messages)
+            .with_schema(step.replace('/', "_"), schema)
+            .with_max_tokens(cap);
         let answer = self.ask(step, &request).await?;
         parse_structured(&answer)
     }
@@ -499,17 +536,6 @@ impl<C: ReplyCache> Round<'_, C> {
         }
         Ok(answer)
     }
-}
-
-/// A free-text answer must be whole and not a refusal.
-fn usable(answer: &ChatAnswer) -> Result<(), LlmError> {
-    if let Some(refusal) = &answer.refusal {
-        return Err(LlmError::Refusal(cut(refusal, 200)));
-    }
-    if answer.finish_reason == FinishReason::Length {
-        return Err(LlmError::Length);
-    }
-    Ok(())
 }
 
 /// `text` cut to `max` characters.

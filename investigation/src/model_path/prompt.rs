@@ -10,10 +10,8 @@ use crate::state::IncidentState;
 
 use super::Fence;
 
-/// Characters of one evidence excerpt shown in the opening context.
+/// Characters of one evidence excerpt shown in the opening context, at most.
 const EXCERPT_CHARS: usize = 1_500;
-/// Characters of evidence in the opening context, all items together.
-const CONTEXT_CHARS: usize = 16_000;
 
 /// The rules.
 pub fn system(fence: &Fence) -> String {
@@ -35,8 +33,9 @@ pub fn system(fence: &Fence) -> String {
     )
 }
 
-/// The round so far.
-pub fn context(state: &IncidentState, fence: &Fence) -> String {
+/// The round so far, its evidence within `evidence_chars` (each item within a quarter of it).
+pub fn context(state: &IncidentState, fence: &Fence, evidence_chars: usize) -> String {
+    let excerpt_chars = EXCERPT_CHARS.min(evidence_chars / 4).max(200);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -94,11 +93,11 @@ pub fn context(state: &IncidentState, fence: &Fence) -> String {
     let _ = writeln!(out, "\nThe evidence so far:");
     let mut used = 0usize;
     for item in &state.evidence {
-        if used >= CONTEXT_CHARS {
+        if used >= evidence_chars {
             let _ = writeln!(out, "(more evidence not shown; ids continue)");
             break;
         }
-        let excerpt = firstline_model::text::clip(&item.excerpt, EXCERPT_CHARS, " …(cut)");
+        let excerpt = firstline_model::text::clip(&item.excerpt, excerpt_chars, " …(cut)");
         used += excerpt.chars().count();
         let label = format!("{} {} via {}", item.id, item.capability.label(), item.tool);
         let _ = writeln!(out, "{}", fence.wrap(&label, &excerpt));

@@ -6,10 +6,13 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Longest string the model may write in a structured answer.
-pub const MAX_STRING: u64 = 400;
-/// Most items in any list of a structured answer.
-pub const MAX_ITEMS: u64 = 5;
+/// Longest string the model may write in a structured answer (a small model fills every string
+/// to its bound, so the bound is what a Slack line can carry).
+pub const MAX_STRING: u64 = 200;
+/// Most items in any list of a structured answer (three questions, three causes, three claims).
+pub const MAX_ITEMS: u64 = 3;
+/// What an evidence id looks like; a grammar-constrained model can then write nothing else.
+const EVIDENCE_ID_PATTERN: &str = "^E[0-9]{1,4}$";
 
 /// The model's summary of the evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -71,13 +74,33 @@ pub enum Decision {
     Ask,
 }
 
-/// The strict, bounded schema of `T`.
+/// The strict, bounded schema of `T`, evidence ids constrained to their shape.
 pub fn schema_of<T: JsonSchema>() -> Result<serde_json::Value, firstline_llm::SchemaError> {
-    Ok(firstline_llm::bounded(
-        firstline_llm::strict_schema::<T>()?,
-        MAX_STRING,
-        MAX_ITEMS,
-    ))
+    let mut schema =
+        firstline_llm::bounded(firstline_llm::strict_schema::<T>()?, MAX_STRING, MAX_ITEMS);
+    constrain_evidence_ids(&mut schema);
+    Ok(schema)
+}
+
+/// Every `evidence` property (a list of ids) gets its items' pattern.
+fn constrain_evidence_ids(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(fields) => {
+            if let Some(items) = fields
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("evidence"))
+                .and_then(|e| e.get_mut("items"))
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                items.insert("pattern".into(), EVIDENCE_ID_PATTERN.into());
+            }
+            for value in fields.values_mut() {
+                constrain_evidence_ids(value);
+            }
+        }
+        serde_json::Value::Array(values) => values.iter_mut().for_each(constrain_evidence_ids),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -90,8 +113,13 @@ mod tests {
         let text = schema.to_string();
         assert!(!text.contains("$ref") && !text.contains("$defs"), "{text}");
         assert_eq!(schema["additionalProperties"], false);
-        assert!(text.contains("\"maxLength\":400"), "{text}");
-        assert!(text.contains("\"maxItems\":5"), "{text}");
+        assert!(text.contains("\"maxLength\":200"), "{text}");
+        assert!(text.contains("\"maxItems\":3"), "{text}");
+        assert_eq!(
+            text.matches("\"pattern\":\"^E[0-9]{1,4}$\"").count(),
+            2,
+            "{text}"
+        );
         let required = schema["required"].as_array().expect("required");
         assert_eq!(required.len(), 2);
     }

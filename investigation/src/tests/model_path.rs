@@ -277,12 +277,31 @@ async fn a_slow_model_past_its_timeout_falls_back() {
 }
 
 #[tokio::test]
-async fn an_answer_cut_off_by_length_falls_back() {
-    let server = ScriptedServer::start([ScriptedReply::length("The cause is")])
-        .await
-        .expect("server");
+async fn a_summary_cut_off_by_length_falls_back_and_cut_prose_only_ends_investigating() {
+    let server = ScriptedServer::start([
+        // Prose cut off while investigating: investigating ends, the summary is asked next.
+        ScriptedReply::length("The cause is"),
+        ScriptedReply::length("{\"causes\": [{\"statement\": \"The"),
+    ])
+    .await
+    .expect("server");
     let (before, after, _) = refined(&server, limits(), ALL_STEPS).await;
     assert_fell_back(&before, &after, "length");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].response_format().is_some(),
+        "the summary was asked"
+    );
+    assert!(
+        !requests[1].body.to_string().contains("The cause is"),
+        "the cut-off prose is not sent back"
+    );
+    assert_eq!(
+        requests[0].body["max_completion_tokens"], 384,
+        "each step has its own cap"
+    );
+    assert_eq!(requests[1].body["max_completion_tokens"], 1024);
 }
 
 #[tokio::test]
