@@ -185,8 +185,8 @@ async fn find_earlier_reply(
 }
 
 /// Shows the refined round in the reply already posted (chat.update), once: `edited_at` marks
-/// it done, and an edit repeated by a retry replaces the message with the same content. When
-/// the model changed the verdict, the reaction on the message the round answered follows.
+/// it done, and an edit repeated by a retry replaces the message with the same content. The
+/// reactions on the messages the round answered follow the refined verdict.
 pub async fn edit_post(
     pool: &PgPool,
     slack: &SlackApi,
@@ -194,7 +194,7 @@ pub async fn edit_post(
 ) -> Result<PostOutcome, RoundError> {
     let (thread_id, round) = (input.thread_id, input.round);
     let row: Option<PostedRound> = sqlx::query_as(
-        "SELECT id, grounded, result, posted_ts, edited_at IS NOT NULL AS edited, reacted_ts
+        "SELECT id, grounded, result, posted_ts, edited_at IS NOT NULL AS edited
            FROM rounds WHERE thread_id = $1 AND number = $2",
     )
     .bind(thread_id)
@@ -207,7 +207,6 @@ pub async fn edit_post(
         result,
         posted_ts,
         edited,
-        reacted_ts,
     }) = row
     else {
         return Err(RoundError::NotCommitted { thread_id, round });
@@ -236,12 +235,12 @@ pub async fn edit_post(
             Some(round_blocks(&result, round).into()),
         )
         .await?;
-    if let Some(target) = &reacted_ts {
-        let (now, before) = if grounded {
-            (CHECK_MARK, QUESTION)
-        } else {
-            (QUESTION, CHECK_MARK)
-        };
+    let (now, before) = if grounded {
+        (CHECK_MARK, QUESTION)
+    } else {
+        (QUESTION, CHECK_MARK)
+    };
+    for target in &input.react_to {
         if let Err(e) = slack.remove_reaction(channel, target, before).await {
             tracing::debug!(error = %e, "no earlier reaction to remove");
         }
@@ -267,8 +266,6 @@ struct PostedRound {
     posted_ts: Option<String>,
     /// The reply already shows the refined round.
     edited: bool,
-    /// The message whose reaction tells the verdict.
-    reacted_ts: Option<String>,
 }
 
 /// Tells the thread that round `input.round` could not finish (invariant 10: the on-call

@@ -14,7 +14,7 @@ use sqlx::PgPool;
 use crate::RoundError;
 use crate::commit::{clamp, insert_evidence};
 use crate::graph_run::latest_checkpoint;
-use firstline_investigation::model_path::{ModelPath, refine};
+use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{GraphOptions, RoundResult};
 use firstline_llm::{ChatAnswer, ReplyCache};
@@ -77,7 +77,10 @@ pub async fn refine_round(
         &options.investigate,
     )
     .await;
-    let run = state.model.clone().unwrap_or_default();
+    let run = state.model.clone().unwrap_or_else(|| ModelRun {
+        model: model.model().to_string(),
+        ..ModelRun::default()
+    });
     record_metrics(&run, started.elapsed().as_secs_f64());
     faults::pause(faults::REFINE_AFTER_MODEL).await;
 
@@ -137,9 +140,20 @@ pub async fn refine_round(
         .bind(round_id)
         .execute(&mut *tx)
         .await?;
+    let unsupported: Vec<&str> = result
+        .verdict
+        .iter()
+        .flat_map(|v| v.unsupported_claims.iter().map(|c| c.statement.as_str()))
+        .collect();
     let kept = result.report.iter().flat_map(|r| r.claims()).map(|claim| {
         let refs: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
-        (claim.statement.clone(), refs, claim.quote.clone(), true)
+        let supported = !unsupported.contains(&claim.statement.as_str());
+        (
+            claim.statement.clone(),
+            refs,
+            claim.quote.clone(),
+            supported,
+        )
     });
     let dropped = run
         .dropped_claims

@@ -170,6 +170,7 @@ impl IncidentRound {
                                         thread: thread.clone(),
                                         thread_id,
                                         round,
+                                        react_to: react_to.clone(),
                                     },
                                     options(&policy.activity),
                                 )

@@ -241,6 +241,9 @@ pub struct EditInput {
     pub thread: ThreadKey,
     pub thread_id: i64,
     pub round: u32,
+    /// The messages the round answered: their reaction follows the refined verdict.
+    #[serde(default)]
+    pub react_to: Vec<String>,
 }
 
 /// How a run of `incident_round` ended.

@@ -48,6 +48,11 @@ pub use schema::{Decision, ModelCause, ModelClaim, ModelConfidence, ModelSummary
 /// A tool result longer than this is refused with "narrow the query" rather than cut to an
 /// excerpt the model cannot see the rest of.
 const OVERSIZED_CHARS: usize = 20_000;
+/// The `ModelRun::fallback` of a heartbeat alert: not a failure, nothing to do.
+pub const HEARTBEAT: &str = "heartbeat";
+/// A model claim's quote must hold at least this many non-space characters: `error` occurs in
+/// most evidence and proves nothing.
+const MIN_QUOTE_CHARS: usize = 12;
 /// Longest question the model may add.
 const MAX_QUESTION_CHARS: usize = 300;
 /// Completion tokens each step may ask for: an investigation step picks a tool or says it is
@@ -193,6 +198,7 @@ fn fallback_words(reason: &str) -> &'static str {
         "refusal" => "it refused",
         "budget" => "the round's model budget was spent",
         "config" => "it is misconfigured",
+        HEARTBEAT => "a heartbeat needs none",
         _ => "it failed",
     }
 }
@@ -218,7 +224,13 @@ pub async fn refine<E: EvidenceSource, C: ReplyCache>(
     async {
         if state.report.as_ref().is_some_and(|r| r.heartbeat.is_some()) {
             // A heartbeat fires on purpose: nothing for a model to read or say.
-            return state.clone();
+            let mut done = state.clone();
+            done.model = Some(ModelRun {
+                model: path.model().to_string(),
+                fallback: Some(HEARTBEAT.to_string()),
+                ..ModelRun::default()
+            });
+            return done;
         }
         let tool_room = options
             .max_tool_calls
@@ -271,7 +283,17 @@ pub async fn refine<E: EvidenceSource, C: ReplyCache>(
                 current.record("fallback", error.reason());
                 model.fallback = Some(error.reason().to_string());
                 model.detail = Some(cut(&error.to_string(), 300));
-                state.clone()
+                // The round stands as it was, but what the model path spent is counted.
+                let mut kept = state.clone();
+                kept.usage.tool_calls = kept.usage.tool_calls.saturating_add(run.tool_calls);
+                kept.usage.model_calls = kept.usage.model_calls.saturating_add(spent.model_calls);
+                kept.usage.prompt_tokens =
+                    kept.usage.prompt_tokens.saturating_add(spent.prompt_tokens);
+                kept.usage.completion_tokens = kept
+                    .usage
+                    .completion_tokens
+                    .saturating_add(spent.completion_tokens);
+                kept
             }
         };
         done.model = Some(model);
@@ -294,6 +316,7 @@ struct Round<'a, C> {
     work: IncidentState,
     dropped: Vec<UnsupportedClaim>,
     asked: bool,
+    /// Tool calls the model's requests made (sent, not refused), so far.
     tool_calls: u32,
 }
 
@@ -331,20 +354,22 @@ impl<C: ReplyCache> Round<'_, C> {
             let answer: ModelVerdict = self
                 .structured("judge", prompt::judge(&report, &self.fence))
                 .await?;
-            if answer.decision == Decision::Ask {
+            let questions: Vec<String> = answer
+                .questions
+                .iter()
+                .map(|q| cut(q.trim(), MAX_QUESTION_CHARS))
+                .filter(|q| !q.is_empty())
+                .take(MAX_QUESTIONS)
+                .collect();
+            // An "ask" with nothing to ask is no reason to hold back a grounded report.
+            if answer.decision == Decision::Ask && !questions.is_empty() {
                 self.asked = true;
                 verdict.grounded = false;
                 verdict.reason = format!(
                     "the model asked before posting: {}",
                     cut(&answer.reason, MAX_QUESTION_CHARS)
                 );
-                verdict.questions = answer
-                    .questions
-                    .iter()
-                    .map(|q| cut(q.trim(), MAX_QUESTION_CHARS))
-                    .filter(|q| !q.is_empty())
-                    .take(MAX_QUESTIONS)
-                    .collect();
+                verdict.questions = questions;
             }
         }
         self.work.questions = if verdict.grounded {
@@ -411,13 +436,13 @@ impl<C: ReplyCache> Round<'_, C> {
                 let result = self
                     .call_tool(&mut collector, &offered, &window, &mut asked, call)
                     .await;
+                self.tool_calls = collector.calls;
                 self.messages.push(Message::tool(call.id.clone(), result));
             }
             if last {
                 break;
             }
         }
-        self.tool_calls = collector.calls;
         self.work.usage.tool_calls = self.work.usage.tool_calls.saturating_add(collector.calls);
         self.work.evidence.extend(collector.evidence);
         self.work.missing.extend(collector.missing);
@@ -572,7 +597,11 @@ fn ground(
                 .iter()
                 .map(|id| id.trim().parse::<EvidenceId>())
                 .collect();
+            let quoted = claim.quote.chars().filter(|c| !c.is_whitespace()).count();
             let checked = match ids {
+                Ok(_) if quoted < MIN_QUOTE_CHARS => Err(format!(
+                    "its quote is shorter than {MIN_QUOTE_CHARS} characters"
+                )),
                 Ok(ids) => check_claim(&ids, &claim.quote, evidence).map(|()| ids),
                 Err(_) => Err(format!(
                     "cites {:?}, which are not evidence ids",

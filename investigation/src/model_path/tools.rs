@@ -21,6 +21,47 @@ const MAX_METRIC_HOURS: u32 = 48;
 const LOG_LINES: u32 = 200;
 /// Traces per search.
 const TRACES: u32 = 20;
+/// The kinds the model may read: what the evidence plan itself walks. Never a Secret (its values
+/// are base64, which no redaction rule recognises) or anything else outside this list.
+const READABLE_KINDS: &[&str] = &[
+    "Pod",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "Service",
+    "Endpoints",
+    "Node",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "HorizontalPodAutoscaler",
+    "ResourceQuota",
+    "LimitRange",
+    "PodDisruptionBudget",
+    "Ingress",
+    "Event",
+    "Namespace",
+    "ConfigMap",
+];
+
+/// `kind` as the API names it, if the model may read it.
+fn readable(kind: &str) -> Result<String, String> {
+    READABLE_KINDS
+        .iter()
+        .find(|k| {
+            k.eq_ignore_ascii_case(kind.trim()) || format!("{k}s").eq_ignore_ascii_case(kind.trim())
+        })
+        .map(|k| k.to_string())
+        .ok_or_else(|| {
+            format!(
+                "kind `{kind}` is not readable here; readable kinds: {}",
+                READABLE_KINDS.join(", ")
+            )
+        })
+}
 
 #[derive(Deserialize, JsonSchema)]
 struct DescribePod {
@@ -152,7 +193,7 @@ const TOOLS: &[ModelTool] = &[
             let a: GetObject = args(a)?;
             Ok(CapabilityRequest::ObjectGet {
                 namespace: a.namespace,
-                kind: a.kind,
+                kind: readable(&a.kind)?,
                 name: a.name,
             })
         },
@@ -166,7 +207,7 @@ const TOOLS: &[ModelTool] = &[
             let a: ListObjects = args(a)?;
             Ok(CapabilityRequest::ObjectList {
                 namespace: a.namespace,
-                kind: a.kind,
+                kind: readable(&a.kind)?,
                 label_selector: a.label_selector,
             })
         },
@@ -360,6 +401,31 @@ mod tests {
                 namespace: "shop".into(),
                 pod: "web-1".into()
             }
+        );
+    }
+
+    #[test]
+    fn secrets_and_unknown_kinds_are_refused() {
+        let tools = offered(|_| true);
+        for kind in ["Secret", "secrets", "ServiceAccount", "ClusterRole"] {
+            let refused = request(
+                &tools,
+                "get_object",
+                &format!("{{\"namespace\": \"shop\", \"kind\": \"{kind}\", \"name\": \"db\"}}"),
+                &window(),
+            )
+            .expect_err("refused");
+            assert!(refused.contains("not readable here"), "{kind}: {refused}");
+        }
+        let listed = request(
+            &tools,
+            "list_objects",
+            "{\"namespace\": \"shop\", \"kind\": \"deployments\", \"label_selector\": null}",
+            &window(),
+        )
+        .expect("deployments are readable");
+        assert!(
+            matches!(listed, CapabilityRequest::ObjectList { kind, .. } if kind == "Deployment")
         );
     }
 

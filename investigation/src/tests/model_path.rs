@@ -96,9 +96,15 @@ fn assert_fell_back(before: &IncidentState, after: &IncidentState, reason: &str)
     assert_eq!(model.fallback.as_deref(), Some(reason), "{model:?}");
     let mut unchanged = after.clone();
     unchanged.model = None;
+    unchanged.usage = before.usage;
     assert_eq!(
         &unchanged, before,
         "the deterministic round is posted unchanged"
+    );
+    // …with what the model path spent counted.
+    assert_eq!(
+        after.usage.model_calls,
+        before.usage.model_calls + model.model_calls
     );
     assert!(
         model
@@ -686,4 +692,44 @@ async fn a_spent_token_budget_falls_back_before_asking_more() {
         1,
         "nothing asked once the budget is spent"
     );
+}
+
+#[tokio::test]
+async fn a_quote_too_short_to_prove_anything_is_dropped_and_an_empty_ask_posts() {
+    let (_, before) = deterministic().await;
+    let log = id_of(&before, "PAYMENT_MODE");
+    let server = ScriptedServer::start([
+        summary(json!([{
+            "statement": "The database was dropped by a migration",
+            "confidence": "high",
+            "claims": [{"statement": "the log says error", "evidence": [log], "quote": "ERROR"}]
+        }])),
+        ScriptedReply::json(&json!({
+            "decision": "ask", "questions": ["  "], "confidence": "low", "reason": "unsure"
+        })),
+    ])
+    .await
+    .expect("server");
+    let switches = Switches {
+        investigate: false,
+        ..ALL_STEPS
+    };
+    let (_, after, _) = refined(&server, limits(), switches).await;
+    let model = after.model.as_ref().expect("model run");
+    assert!(model.used());
+    assert!(
+        model
+            .dropped_claims
+            .iter()
+            .any(|c| c.reason.contains("shorter than 12 characters")),
+        "{:?}",
+        model.dropped_claims
+    );
+    assert!(!after.report.as_ref().is_some_and(|r| {
+        r.causes
+            .iter()
+            .any(|c| c.statement.contains("database was dropped"))
+    }));
+    assert!(!model.asked, "an ask with no question is no ask");
+    assert!(after.grounded());
 }
