@@ -298,9 +298,11 @@ async fn a_real_llama_cpp_server_refines_a_round_or_falls_back_safely() {
         "the server was asked at least once: {run:?}"
     );
     assert!(run.model_calls <= limits.max_model_calls, "{run:?}");
+    // On a loaded machine the first request can time out while the server is still reading
+    // the prompt; its counters are only updated when a request ends.
     assert!(
-        prompt_tokens_served > 0.0,
-        "the real server's /v1/chat/completions processed the requests"
+        prompt_tokens_served > 0.0 || run.fallback.as_deref() == Some("timeout"),
+        "the real server's /v1/chat/completions processed the requests: {run:?}"
     );
     assert!(run.tool_calls <= limits.max_tool_calls, "{run:?}");
     assert!(
