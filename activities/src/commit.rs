@@ -7,9 +7,9 @@ use sqlx::PgPool;
 
 use crate::RoundError;
 use crate::graph_run::latest_checkpoint;
-use firstline_investigation::RoundResult;
 use firstline_investigation::evidence::Evidence;
 use firstline_investigation::excerpt::MAX_EXCERPT_CHARS;
+use firstline_investigation::{RoundResult, UnsupportedClaim};
 use firstline_model::text::prefix;
 use firstline_workflows::types::{CommitInput, CommitOutcome};
 
@@ -50,14 +50,8 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     .bind(clamp(u64::from(state.usage.model_calls)))
     .bind(clamp(state.usage.prompt_tokens))
     .bind(clamp(state.usage.completion_tokens))
-    .bind(result.report.as_ref().map_or("", |r| r.headline.as_str()))
-    .bind(
-        result
-            .report
-            .as_ref()
-            .and_then(|r| r.causes.first())
-            .map(|c| c.statement.as_str()),
-    )
+    .bind(headline(&result))
+    .bind(first_cause(&result))
     .bind(&result.text)
     .bind(&result.questions)
     .fetch_optional(&mut *tx)
@@ -80,26 +74,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     for evidence in &state.evidence {
         insert_evidence(&mut tx, round_id, evidence).await?;
     }
-    let unsupported: Vec<&str> = result
-        .verdict
-        .iter()
-        .flat_map(|v| v.unsupported_claims.iter().map(|c| c.statement.as_str()))
-        .collect();
-    for (ordinal, claim) in result.report.iter().flat_map(|r| r.claims()).enumerate() {
-        let refs: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
-        sqlx::query(
-            "INSERT INTO claims (round_id, ordinal, text, evidence_refs, quote, supported)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(round_id)
-        .bind(ordinal as i32 + 1)
-        .bind(&claim.statement)
-        .bind(&refs)
-        .bind(&claim.quote)
-        .bind(!unsupported.contains(&claim.statement.as_str()))
-        .execute(&mut *tx)
-        .await?;
-    }
+    insert_claims(&mut tx, round_id, &result, &[]).await?;
     sqlx::query(
         "UPDATE threads SET rounds = greatest(rounds, $2), last_activity_at = now() WHERE id = $1",
     )
@@ -120,6 +95,63 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
         grounded: result.grounded,
         inserted: true,
     })
+}
+
+/// The report's headline, as the `rounds.headline` column keeps it.
+pub(crate) fn headline(result: &RoundResult) -> &str {
+    result.report.as_ref().map_or("", |r| r.headline.as_str())
+}
+
+/// The report's strongest cause, as the `rounds.cause` column keeps it.
+pub(crate) fn first_cause(result: &RoundResult) -> Option<&str> {
+    result
+        .report
+        .as_ref()
+        .and_then(|r| r.causes.first())
+        .map(|c| c.statement.as_str())
+}
+
+/// Stores round `round_id`'s claims: the report's, supported unless the verdict rejected them,
+/// then `dropped` ones (unsupported; their reason stands where a quote would).
+pub(crate) async fn insert_claims(
+    tx: &mut sqlx::PgConnection,
+    round_id: i64,
+    result: &RoundResult,
+    dropped: &[UnsupportedClaim],
+) -> Result<(), sqlx::Error> {
+    let unsupported: Vec<&str> = result
+        .verdict
+        .iter()
+        .flat_map(|v| v.unsupported_claims.iter().map(|c| c.statement.as_str()))
+        .collect();
+    let kept = result.report.iter().flat_map(|r| r.claims()).map(|claim| {
+        let refs: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
+        let supported = !unsupported.contains(&claim.statement.as_str());
+        (
+            claim.statement.as_str(),
+            refs,
+            claim.quote.as_str(),
+            supported,
+        )
+    });
+    let dropped = dropped
+        .iter()
+        .map(|c| (c.statement.as_str(), Vec::new(), c.reason.as_str(), false));
+    for (ordinal, (text, refs, quote, supported)) in kept.chain(dropped).enumerate() {
+        sqlx::query(
+            "INSERT INTO claims (round_id, ordinal, text, evidence_refs, quote, supported)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(round_id)
+        .bind(ordinal as i32 + 1)
+        .bind(text)
+        .bind(&refs)
+        .bind(quote)
+        .bind(supported)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Stores one evidence item of round `round_id`; an item already stored (same ref) is kept.

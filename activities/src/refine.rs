@@ -12,7 +12,7 @@ use std::time::Instant;
 use sqlx::PgPool;
 
 use crate::RoundError;
-use crate::commit::{clamp, insert_evidence};
+use crate::commit::{clamp, first_cause, headline, insert_claims, insert_evidence};
 use crate::graph_run::latest_checkpoint;
 use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
 use firstline_investigation::tools::{CallScope, McpTools};
@@ -102,14 +102,8 @@ pub async fn refine_round(
     .bind(result.grounded)
     .bind(&result_json)
     .bind(&result.text)
-    .bind(result.report.as_ref().map_or("", |r| r.headline.as_str()))
-    .bind(
-        result
-            .report
-            .as_ref()
-            .and_then(|r| r.causes.first())
-            .map(|c| c.statement.as_str()),
-    )
+    .bind(headline(&result))
+    .bind(first_cause(&result))
     .bind(&result.questions)
     .bind(clamp(u64::from(state.usage.tool_calls)))
     .bind(clamp(u64::from(state.usage.model_calls)))
@@ -140,39 +134,7 @@ pub async fn refine_round(
         .bind(round_id)
         .execute(&mut *tx)
         .await?;
-    let unsupported: Vec<&str> = result
-        .verdict
-        .iter()
-        .flat_map(|v| v.unsupported_claims.iter().map(|c| c.statement.as_str()))
-        .collect();
-    let kept = result.report.iter().flat_map(|r| r.claims()).map(|claim| {
-        let refs: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
-        let supported = !unsupported.contains(&claim.statement.as_str());
-        (
-            claim.statement.clone(),
-            refs,
-            claim.quote.clone(),
-            supported,
-        )
-    });
-    let dropped = run
-        .dropped_claims
-        .iter()
-        .map(|c| (c.statement.clone(), Vec::new(), c.reason.clone(), false));
-    for (ordinal, (text, refs, quote, supported)) in kept.chain(dropped).enumerate() {
-        sqlx::query(
-            "INSERT INTO claims (round_id, ordinal, text, evidence_refs, quote, supported)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(round_id)
-        .bind(ordinal as i32 + 1)
-        .bind(&text)
-        .bind(&refs)
-        .bind(&quote)
-        .bind(supported)
-        .execute(&mut *tx)
-        .await?;
-    }
+    insert_claims(&mut tx, round_id, &result, &run.dropped_claims).await?;
     tx.commit().await?;
     tracing::info!(
         round_id,

@@ -123,6 +123,26 @@ impl LlmError {
         }
     }
 
+    /// What a [`LlmError::reason`] means, in words a reply can carry ("it did not answer in
+    /// time"); `None` for a reason this crate never gives.
+    pub fn reason_in_words(reason: &str) -> Option<&'static str> {
+        Some(match reason {
+            "config" => "it is misconfigured",
+            "timeout" => "it did not answer in time",
+            "http_429" => "it was rate-limited",
+            "http_5xx" => "its server kept failing",
+            "http_error" => "its server refused the request",
+            "connect" => "it could not be reached",
+            "transport" => "the connection to it failed",
+            "unparsable" => "its answer was not valid JSON",
+            "schema_invalid" => "its answer did not match the schema",
+            "length" => "its answer was cut off (length)",
+            "refusal" => "it refused",
+            "budget" => "the round's model budget was spent",
+            _ => return None,
+        })
+    }
+
     /// Every reason [`LlmError::reason`] can return, for pre-registering metric labels.
     pub const REASONS: &'static [&'static str] = &[
         "config",

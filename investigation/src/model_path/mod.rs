@@ -185,22 +185,10 @@ impl ModelRun {
 }
 
 fn fallback_words(reason: &str) -> &'static str {
-    match reason {
-        "timeout" => "it did not answer in time",
-        "http_429" => "it was rate-limited",
-        "http_5xx" => "its server kept failing",
-        "http_error" => "its server refused the request",
-        "connect" => "it could not be reached",
-        "transport" => "the connection to it failed",
-        "unparsable" => "its answer was not valid JSON",
-        "schema_invalid" => "its answer did not match the schema",
-        "length" => "its answer was cut off (length)",
-        "refusal" => "it refused",
-        "budget" => "the round's model budget was spent",
-        "config" => "it is misconfigured",
-        HEARTBEAT => "a heartbeat needs none",
-        _ => "it failed",
+    if reason == HEARTBEAT {
+        return "a heartbeat needs none";
     }
+    LlmError::reason_in_words(reason).unwrap_or("it failed")
 }
 
 /// Runs the model path over a finished deterministic round. `cache_prefix` names the round
