@@ -4,7 +4,7 @@
 //! migrates the `firstline` database, writes the addresses to `<state_dir>/env` (shell syntax, so
 //! `. .firstline/env` points other commands at this stack), prints one line per service, then
 //! waits. Ctrl-C or SIGTERM stops every child; a service dying on its own stops the rest and
-//! exits non-zero. The bot and a round worker run in this process (with the Slack stand-in when no
+//! exits non-zero. The bot, a round worker and the embedder run in this process (with the Slack stand-in when no
 //! bot token is configured, and the lab MCP server serving `dev.lab_scenario` when no MCP server
 //! is configured); `--no-bot` runs the stack alone, `--demo` posts the lab scenario's alert into
 //! the stand-in's #incidents once everything is up, so its round shows in the stand-in's page.
@@ -64,19 +64,31 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     let worker_cancel = CancellationToken::new();
     let mut lab = None;
     let mut worker = None;
+    let mut embedder = None;
     if let Some(running_bot) = &bot {
         let mut worker_settings = running_bot.settings.clone();
         if worker_settings.mcp.servers.is_empty() {
             lab = start_lab(&settings, &mut worker_settings).await;
         }
-        match crate::worker::start_worker(&worker_settings, worker_cancel.clone()).await {
-            Ok(started) => worker = Some(started),
+        let started = async {
+            let worker =
+                crate::worker::start_worker(&worker_settings, worker_cancel.clone()).await?;
+            let embedder =
+                crate::embedder::start_embedder(&worker_settings, worker_cancel.clone()).await?;
+            anyhow::Ok((worker, embedder))
+        };
+        match started.await {
+            Ok((started_worker, started_embedder)) => {
+                worker = Some(started_worker);
+                embedder = Some(started_embedder);
+            }
             Err(e) => {
+                worker_cancel.cancel();
                 if let Some(bot) = bot {
                     bot.stop().await;
                 }
                 stack.stop(STOP_GRACE).await;
-                return Err(e.into());
+                return Err(e);
             }
         }
     }
@@ -89,6 +101,12 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         println!(
             "worker    http://{}/healthz  (rounds on task queue {})",
             worker.http_addr, settings.temporal.task_queue
+        );
+    }
+    if let Some(embedder) = &embedder {
+        println!(
+            "embedder  http://{}/healthz  (embeds {} for recall by meaning)",
+            embedder.http_addr, settings.kafka.topic
         );
     }
     if let Some((_, scenario)) = &lab {
@@ -108,11 +126,18 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
 
     let worker_run = async {
         match worker {
-            Some(worker) => worker.run().await,
+            Some(worker) => worker.run().await.map_err(anyhow::Error::from),
             None => std::future::pending().await,
         }
     };
     tokio::pin!(worker_run);
+    let embedder_run = async {
+        match embedder {
+            Some(embedder) => embedder.run().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(embedder_run);
     let outcome = tokio::select! {
         _ = stop.requested() => Ok(ExitCode::SUCCESS),
         (service, status) = stack.exited() => Err(anyhow::anyhow!(
@@ -122,12 +147,19 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         )),
         result = &mut worker_run => Err(anyhow::anyhow!(
             "the round worker stopped unexpectedly: {}",
-            result.err().map_or_else(|| "no error".to_string(), |e| e.to_string())
+            result.err().map_or_else(|| "no error".to_string(), |e| format!("{e:#}"))
+        )),
+        result = &mut embedder_run => Err(anyhow::anyhow!(
+            "the embedder stopped unexpectedly: {}",
+            result.err().map_or_else(|| "no error".to_string(), |e| format!("{e:#}"))
         )),
     };
     eprintln!("stopping…");
     worker_cancel.cancel();
-    let _ = tokio::time::timeout(WORKER_STOP, &mut worker_run).await;
+    let _ = tokio::time::timeout(WORKER_STOP, async {
+        tokio::join!(&mut worker_run, &mut embedder_run)
+    })
+    .await;
     if let Some(bot) = bot {
         bot.stop().await;
     }

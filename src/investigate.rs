@@ -23,12 +23,13 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use firstline_config::Settings;
+use firstline_embed::Embedder;
 use firstline_investigation::investigate::render_plan;
 use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
-    AlertInput, GraphOptions, IncidentState, RoundResult, build_incident_graph, render_markdown,
-    run_round,
+    AlertInput, GraphOptions, IncidentState, Memory, RoundResult, build_incident_graph,
+    render_markdown, run_round,
 };
 use firstline_lab::Scenario;
 use firstline_llm::MemoryCache;
@@ -80,10 +81,18 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         connect(&settings).await
     };
+    let embedder = match &pool {
+        Some(pool) => optional_embedder(&settings, pool).await,
+        None => None,
+    };
     let team = args.team.clone();
     let done = match (&args.scenario, &args.alert_file) {
-        (Some(name), _) => investigate_scenario(&settings, pool, name, team, model).await?,
-        (None, Some(file)) => investigate_alert(&settings, pool, file, team, model).await?,
+        (Some(name), _) => {
+            investigate_scenario(&settings, pool, embedder, name, team, model).await?
+        }
+        (None, Some(file)) => {
+            investigate_alert(&settings, pool, embedder, file, team, model).await?
+        }
         (None, None) => anyhow::bail!("give --alert-file or --scenario"),
     };
     if let Some(run) = &done.model {
@@ -111,6 +120,7 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
 async fn investigate_scenario(
     settings: &Settings,
     pool: Option<PgPool>,
+    embedder: Option<Arc<dyn Embedder>>,
     name: &str,
     team: Option<String>,
     model: Option<ModelPath>,
@@ -125,6 +135,7 @@ async fn investigate_scenario(
         call_timeout: std::time::Duration::from_secs(settings.mcp.call_timeout_secs.max(1)),
         run_id,
         model,
+        embedder,
     };
     let alert = scenario_alert(&scenario);
     let (round, notes) = investigate_in_lab(&scenario, alert, pool.as_ref(), &team, &options)
@@ -134,6 +145,21 @@ async fn investigate_scenario(
         eprintln!("warning: {note}");
     }
     Ok(round.refined.unwrap_or(round.state))
+}
+
+/// The embedding model for recall by meaning, or `None` with a warning (recall then matches by
+/// keywords and identifiers, and its report says so).
+pub(crate) async fn optional_embedder(
+    settings: &Settings,
+    pool: &PgPool,
+) -> Option<Arc<dyn Embedder>> {
+    match crate::embedding::load(settings, Some(pool)).await {
+        Ok(embedder) => Some(embedder),
+        Err(e) => {
+            eprintln!("warning: recall without meaning: {e:#}");
+            None
+        }
+    }
 }
 
 /// `name` as a scenario directory: a path to one, else `lab/scenarios/NAME` here or in the
@@ -158,6 +184,7 @@ fn resolve_scenario(name: &str) -> anyhow::Result<PathBuf> {
 async fn investigate_alert(
     settings: &Settings,
     pool: Option<PgPool>,
+    embedder: Option<Arc<dyn Embedder>>,
     alert_file: &PathBuf,
     team: Option<String>,
     model: Option<ModelPath>,
@@ -172,7 +199,8 @@ async fn investigate_alert(
     );
     let source = Arc::new(tools.round(CallScope::adhoc(scope_name.clone())));
     let options = GraphOptions::from_settings(&settings.round);
-    let graph = build_incident_graph(Arc::clone(&source), pool, options.clone())
+    let memory = pool.map(|pool| Memory::new(pool, embedder));
+    let graph = build_incident_graph(Arc::clone(&source), memory, options.clone())
         .context("building the incident graph")?;
 
     let context = ThreadContext {

@@ -5,7 +5,10 @@
 mod bot;
 mod dev;
 mod doctor;
+mod embedder;
+mod embedding;
 mod eval;
+mod health;
 mod investigate;
 mod migrate;
 mod service;
@@ -35,6 +38,9 @@ struct Cli {
 enum Command {
     /// Run the Slack bot: receive events, record them, relay them to Kafka and Temporal.
     Bot(bot::Args),
+    /// Run the embedder: read the message topic, embed people's messages and new incidents into
+    /// pgvector for recall by meaning (`--reindex`: re-embed from Postgres, then exit).
+    Embedder(embedder::Args),
     /// Run a round worker: the incident_round workflow and its activities on Temporal.
     Worker(worker::Args),
     /// Run everything on this machine: PostgreSQL+pgvector, Temporal and Kafka, migrated and ready.
@@ -55,9 +61,6 @@ fn main() -> ExitCode {
         Ok(settings) => settings,
         Err(e) => return fail(&anyhow::Error::new(e)),
     };
-    if let Err(e) = telemetry::init(&settings.log) {
-        return fail(&e);
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -65,12 +68,23 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(&anyhow::Error::new(e).context("starting the async runtime")),
     };
+    // Inside the runtime: the trace exporter's connection task runs on it.
+    let service = format!("firstline-{}", cli.command.name());
+    let traces = {
+        let _runtime = runtime.enter();
+        telemetry::init(&settings.log, &settings.telemetry, &service)
+    };
+    let traces = match traces {
+        Ok(traces) => traces,
+        Err(e) => return fail(&e),
+    };
     // Commands run on the main thread (block_on), which matters for `dev`: children get a
     // parent-death signal tied to the thread that spawned them.
     let result = runtime.block_on(async {
         match cli.command {
             Command::Bot(args) => bot::run(settings, args).await,
             Command::Worker(args) => worker::run(settings, args).await,
+            Command::Embedder(args) => embedder::run(settings, args).await,
             Command::Dev(args) => dev::run(settings, args).await,
             Command::Migrate(args) => migrate::run(settings, args).await,
             Command::Doctor => doctor::run(settings).await,
@@ -78,9 +92,27 @@ fn main() -> ExitCode {
             Command::Eval(args) => eval::run(settings, args).await,
         }
     });
+    // Queued spans go out while the runtime still runs (bounded; dropping it would too).
+    traces.shutdown();
     match result {
         Ok(code) => code,
         Err(e) => fail(&e),
+    }
+}
+
+impl Command {
+    /// The subcommand's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Bot(_) => "bot",
+            Command::Embedder(_) => "embedder",
+            Command::Worker(_) => "worker",
+            Command::Dev(_) => "dev",
+            Command::Migrate(_) => "migrate",
+            Command::Doctor => "doctor",
+            Command::Investigate(_) => "investigate",
+            Command::Eval(_) => "eval",
+        }
     }
 }
 

@@ -51,6 +51,25 @@ impl Service {
     }
 }
 
+impl Service {
+    /// Runs `work` until it ends or a stop is requested; on a stop, cancels `cancel` and waits
+    /// for `work` to wind down (its own grace bounds that wait).
+    pub async fn run_until_stopped<E>(
+        &mut self,
+        work: impl Future<Output = Result<(), E>>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<(), E> {
+        tokio::pin!(work);
+        tokio::select! {
+            result = &mut work => return result,
+            _ = self.stop.requested() => {}
+        }
+        eprintln!("stopping…");
+        cancel.cancel();
+        work.await
+    }
+}
+
 /// Brings `database.url` to the current schema.
 async fn apply_migrations(settings: &Settings) -> anyhow::Result<()> {
     let pool = firstline_store::connect(&settings.database).await?;

@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("firstline-lab", &[]),
     ("firstline-llm", &[]),
     ("firstline-redact", &[]),
+    ("firstline-embed", &["firstline-config", "firstline-llm"]),
     ("firstline-config", &["firstline-model"]),
     ("firstline-slack", &["firstline-config", "firstline-model"]),
     ("firstline-store", &["firstline-config", "firstline-model"]),
@@ -30,6 +31,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "firstline-alert",
             "firstline-config",
+            "firstline-embed",
             "firstline-graph",
             "firstline-llm",
             "firstline-model",
@@ -48,6 +50,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "firstline-store",
             "firstline-config",
             "firstline-graph",
+            "firstline-embed",
             "firstline-llm",
             "firstline-model",
             "firstline-redact",

@@ -34,6 +34,7 @@ fn firstline() -> Command {
         .env("FIRSTLINE_BOT__LISTEN", "127.0.0.1:0")
         .env("FIRSTLINE_SLACK__STANDIN_PORT", "0")
         .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0")
+        .env("FIRSTLINE_EMBEDDER__LISTEN", "127.0.0.1:0")
         .stdin(Stdio::null())
         .kill_on_drop(true);
     command

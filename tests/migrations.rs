@@ -136,6 +136,32 @@ async fn outbox_constraints_hold() {
         CHECK,
     )
     .await;
+    // An incident's record (migration 0010): about an incident or a message, never both or none,
+    // and once per incident.
+    exec(
+        &pool,
+        "INSERT INTO outbox (kind, thread_id, incident_id, payload) VALUES ('publish', 1, 7, '{}')",
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "INSERT INTO outbox (kind, thread_id, incident_id, payload) VALUES ('publish', 1, 7, '{}')",
+        UNIQUE,
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "INSERT INTO outbox (kind, thread_id, message_id, incident_id, payload)
+         VALUES ('publish', 1, 1, 8, '{}')",
+        CHECK,
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "INSERT INTO outbox (kind, thread_id, payload) VALUES ('publish', 1, '{}')",
+        CHECK,
+    )
+    .await;
 }
 
 #[tokio::test]

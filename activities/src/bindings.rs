@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use firstline_config::{LlmSettings, RoundSettings};
-use firstline_investigation::GraphOptions;
 use firstline_investigation::model_path::ModelPath;
 use firstline_investigation::tools::McpTools;
+use firstline_investigation::{GraphOptions, Memory};
 use firstline_slack::SlackApi;
 use firstline_workflows::activities::{self as defined, names};
 use firstline_workflows::types::*;
@@ -28,6 +28,8 @@ pub struct Deps {
     pub graph: GraphOptions,
     /// The configured model; `None` keeps every round deterministic.
     pub model: Option<ModelPath>,
+    /// The embedding model recall compares meaning with; `None`: keywords and identifiers only.
+    pub embedder: Option<Arc<dyn firstline_embed::Embedder>>,
     pub policy: RoundPolicy,
     /// `round.context_chars`.
     pub context_chars: usize,
@@ -86,7 +88,15 @@ fn failure(error: RoundError) -> ActivityError {
     }
 }
 
-fn span(name: &'static str, ctx: &ActivityContext) -> tracing::Span {
+/// The activity's span: the thread (`team/channel/thread_ts`, when the input names it) and round
+/// are attributes of its exported trace, so every node and tool call beneath them is found by
+/// thread.
+fn span(
+    name: &'static str,
+    ctx: &ActivityContext,
+    thread: Option<&firstline_model::ThreadKey>,
+    round: Option<u32>,
+) -> tracing::Span {
     let info = ctx.info();
     if info.attempt > 1 {
         metrics::counter!(crate::metrics::ACTIVITY_RETRIES, "activity" => name).increment(1);
@@ -95,7 +105,9 @@ fn span(name: &'static str, ctx: &ActivityContext) -> tracing::Span {
         "activity",
         name,
         attempt = info.attempt,
-        round = tracing::field::Empty
+        thread = thread.map(|t| t.kafka_key()),
+        round,
+        workflow = info.workflow_id.as_deref(),
     )
 }
 
@@ -109,7 +121,7 @@ impl Activities {
     ) -> Result<RoundContext, ActivityError> {
         let deps = &self.deps;
         crate::context::load_context(&deps.pool, &input.thread, &deps.policy, deps.context_chars)
-            .instrument(span(names::LOAD_CONTEXT, &ctx))
+            .instrument(span(names::LOAD_CONTEXT, &ctx, Some(&input.thread), None))
             .await
             .map_err(failure)
     }
@@ -131,10 +143,15 @@ impl Activities {
                 }
             }
         };
-        let span = span(names::RUN_GRAPH, &ctx);
-        span.record("round", input.round);
+        let span = span(
+            names::RUN_GRAPH,
+            &ctx,
+            Some(&input.thread),
+            Some(input.round),
+        );
+        let memory = Memory::new(deps.pool.clone(), deps.embedder.clone());
         crate::graph_run::run_graph(
-            &deps.pool,
+            &memory,
             &deps.tools,
             &deps.graph,
             &input,
@@ -154,7 +171,7 @@ impl Activities {
         input: CommitInput,
     ) -> Result<CommitOutcome, ActivityError> {
         crate::commit::commit_round(&self.deps.pool, &input)
-            .instrument(span(names::COMMIT_ROUND, &ctx))
+            .instrument(span(names::COMMIT_ROUND, &ctx, None, Some(input.round)))
             .await
             .map_err(failure)
     }
@@ -166,7 +183,12 @@ impl Activities {
         input: FailureInput,
     ) -> Result<PostOutcome, ActivityError> {
         crate::post::post_failure(&self.deps.slack, &input)
-            .instrument(span(names::POST_FAILURE, &ctx))
+            .instrument(span(
+                names::POST_FAILURE,
+                &ctx,
+                Some(&input.thread),
+                Some(input.round),
+            ))
             .await
             .map_err(failure)
     }
@@ -178,8 +200,12 @@ impl Activities {
         input: RefineInput,
     ) -> Result<RefineOutcome, ActivityError> {
         let deps = &self.deps;
-        let span = span(names::REFINE_ROUND, &ctx);
-        span.record("round", input.round);
+        let span = span(
+            names::REFINE_ROUND,
+            &ctx,
+            Some(&input.thread),
+            Some(input.round),
+        );
         crate::refine::refine_round(
             &deps.pool,
             &deps.tools,
@@ -199,7 +225,12 @@ impl Activities {
         input: EditInput,
     ) -> Result<PostOutcome, ActivityError> {
         crate::post::edit_post(&self.deps.pool, &self.deps.slack, &input)
-            .instrument(span(names::EDIT_POST, &ctx))
+            .instrument(span(
+                names::EDIT_POST,
+                &ctx,
+                Some(&input.thread),
+                Some(input.round),
+            ))
             .await
             .map_err(failure)
     }
@@ -211,7 +242,12 @@ impl Activities {
         input: PostInput,
     ) -> Result<PostOutcome, ActivityError> {
         crate::post::post_to_thread(&self.deps.pool, &self.deps.slack, &input)
-            .instrument(span(names::POST_TO_THREAD, &ctx))
+            .instrument(span(
+                names::POST_TO_THREAD,
+                &ctx,
+                Some(&input.thread),
+                Some(input.round),
+            ))
             .await
             .map_err(failure)
     }

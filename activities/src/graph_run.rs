@@ -30,7 +30,7 @@ use crate::RoundError;
 use firstline_alert::parse_alert;
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
-    AlertInput, GraphOptions, IncidentState, RECURSION_LIMIT, build_incident_graph,
+    AlertInput, GraphOptions, IncidentState, Memory, RECURSION_LIMIT, build_incident_graph,
 };
 use firstline_model::HumanAnswer;
 use firstline_model::faults;
@@ -67,11 +67,12 @@ where
 /// A stored checkpoint of the incident graph.
 pub type IncidentCheckpoint = Checkpoint<IncidentState>;
 
-/// Runs (or resumes) round `input.round` of the thread. `heartbeat` is called after each stored
-/// step and every [`HEARTBEAT_EVERY`] while one runs; the run stops with
-/// [`RoundError::Cancelled`] when `cancelled` resolves.
+/// Runs (or resumes) round `input.round` of the thread, recalling from `memory` (whose pool also
+/// holds the checkpoints). `heartbeat` is called after each stored step and every
+/// [`HEARTBEAT_EVERY`] while one runs; the run stops with [`RoundError::Cancelled`] when
+/// `cancelled` resolves.
 pub async fn run_graph<H, F>(
-    pool: &PgPool,
+    memory: &Memory,
     tools: &McpTools,
     options: &GraphOptions,
     input: &RunGraphInput,
@@ -93,7 +94,8 @@ where
     let cache_key = format!("{}@{}", input.thread.kafka_key(), input.run_id);
     let scope = CallScope::round(&cache_key, Some(thread_id), round);
     let source = Arc::new(tools.round(scope));
-    let graph = build_incident_graph(Arc::clone(&source), Some(pool.clone()), options.clone())
+    let pool = &memory.pool;
+    let graph = build_incident_graph(Arc::clone(&source), Some(memory.clone()), options.clone())
         .map_err(|e| RoundError::Graph {
             message: e.to_string(),
             retryable: false,

@@ -17,14 +17,17 @@
 //! Resolving an already resolved thread is a no-op (the `UPDATE … WHERE status = 'open'` row lock
 //! serialises concurrent resolutions; `incidents` is `ON CONFLICT (thread_id) DO NOTHING`), which
 //! also makes a redelivered reaction event harmless. The incident is built from the thread's alert
-//! and its latest committed rounds' outlines ([`IncidentDraft::build`]); its embedding is left to
-//! the embedder.
+//! and its latest committed rounds' outlines ([`IncidentDraft::build`]). Its topic record
+//! (`IncidentRecord`) goes in the outbox in the same transaction, so the embedder — the topic's
+//! consumer — embeds every incident the way it embeds messages.
 
 use crate::message::{Incoming, Kind};
+use crate::relay::outbox;
 use firstline_alert::title::first_line;
 use firstline_alert::{AlertTarget, parse_alert};
 use firstline_model::reactions::CHECK_MARK;
 use firstline_model::text::clip;
+use firstline_model::{INCIDENT_SCHEMA, IncidentRecord};
 use firstline_store::incidents::{self, NewIncident};
 use firstline_store::rounds::{self, RoundOutline};
 use firstline_store::threads;
@@ -432,23 +435,30 @@ pub async fn resolve_thread(
     .await?;
     let (latest, grounded) = rounds::latest_outlines(conn, thread_id).await?;
     let draft = IncidentDraft::build(alert.as_deref(), latest.as_ref(), grounded.as_ref(), by);
-    let incident_id = incidents::insert(
-        conn,
-        &NewIncident {
-            thread_id,
-            team_id: resolved.key.team_id.clone(),
-            permalink: None,
-            alertname: draft.alert.alertname,
-            service: draft.alert.service,
-            namespace: draft.alert.namespace,
-            title: draft.title,
-            summary: draft.summary,
-            root_cause: draft.root_cause,
-            resolution: draft.resolution,
-            resolved_at: resolved.resolved_at,
-        },
-    )
-    .await?;
+    let incident = NewIncident {
+        thread_id,
+        team_id: resolved.key.team_id.clone(),
+        permalink: None,
+        alertname: draft.alert.alertname,
+        service: draft.alert.service,
+        namespace: draft.alert.namespace,
+        title: draft.title,
+        summary: draft.summary,
+        root_cause: draft.root_cause,
+        resolution: draft.resolution,
+        resolved_at: resolved.resolved_at,
+    };
+    let incident_id = incidents::insert(conn, &incident).await?;
+    if let Some(incident_id) = incident_id {
+        let record = IncidentRecord {
+            schema: INCIDENT_SCHEMA.to_string(),
+            incident_id,
+            thread: resolved.key.clone(),
+            text: incident.text(),
+            resolved_at: resolved.resolved_at.to_rfc3339(),
+        };
+        outbox::enqueue_incident(conn, thread_id, incident_id, &record).await?;
+    }
     sqlx::query(
         "INSERT INTO audit (thread_id, actor, action, target, outcome, detail)
          VALUES ($1, 'bot', 'resolve', $2, 'ok', $3)",

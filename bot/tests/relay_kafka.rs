@@ -185,7 +185,7 @@ async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
 }
 
 #[tokio::test]
-async fn a_payload_that_is_not_a_message_record_fails_alone_with_its_reason() {
+async fn a_payload_that_is_not_a_topic_record_fails_alone_with_its_reason() {
     let db = firstline_testkit::test_db().await;
     let s = settings(&db.url);
     let bot = TestBot::start(&s, INGEST_ONLY).await;
@@ -226,7 +226,7 @@ async fn a_payload_that_is_not_a_message_record_fails_alone_with_its_reason() {
     assert!(
         error
             .as_deref()
-            .is_some_and(|e| e.contains("is not a message record")),
+            .is_some_and(|e| e.contains("is not a topic record")),
         "{error:?}"
     );
     let records = read_topic(

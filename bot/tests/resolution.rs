@@ -277,10 +277,21 @@ async fn a_recovery_alert_resolves_the_matching_open_thread_and_never_wakes() {
     assert_eq!(
         count(
             &db.pool,
-            "SELECT count(*) FROM outbox WHERE kind = 'publish'"
+            "SELECT count(*) FROM outbox WHERE kind = 'publish' AND message_id IS NOT NULL"
         )
         .await,
         6
+    );
+    // Each incident is published too (the embedder reads it from the topic), once.
+    assert_eq!(
+        count(
+            &db.pool,
+            "SELECT count(*) FROM outbox o JOIN incidents i ON i.id = o.incident_id
+             WHERE o.kind = 'publish' AND o.payload->>'schema' = 'firstline.incident.v1'
+               AND (o.payload->>'incident_id')::bigint = i.id"
+        )
+        .await,
+        count(&db.pool, "SELECT count(*) FROM incidents").await
     );
     let woken: Vec<String> = sqlx::query_scalar(
         "SELECT m.ts FROM outbox o JOIN messages m ON m.id = o.message_id WHERE o.kind = 'wake' ORDER BY m.ts",

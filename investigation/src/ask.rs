@@ -8,7 +8,9 @@
 //!    and container logs could not be read (kubernetes: timed out): is the cluster API
 //!    reachable from Firstline?");
 //! 3. the judge's doubts about unverified suspicions;
-//! 4. when everything read looks healthy: whether the alert still fires and what changed that
+//! 4. whether the most similar past incident (recall) is happening again, with its cause and
+//!    fix, so the people who know can confirm or rule it out in one reply;
+//! 5. when everything read looks healthy: whether the alert still fires and what changed that
 //!    telemetry would not show.
 //!
 //! A question already asked in an earlier round of the thread is not asked again. Never
@@ -24,7 +26,7 @@ use crate::evidence::Capability;
 use super::judge::MAX_QUESTIONS;
 use super::recall::memory;
 use super::state::{IncidentState, IncidentUpdate, MissingKind};
-use super::summarise::{around, subject};
+use super::summarise::{around, short_quote, subject};
 
 /// The ask node's body.
 pub async fn ask(state: &IncidentState) -> IncidentUpdate {
@@ -46,6 +48,7 @@ pub fn questions(state: &IncidentState) -> Vec<String> {
     if let Some(verdict) = &state.verdict {
         candidates.extend(verdict.questions.iter().cloned());
     }
+    candidates.extend(about_a_past_incident(state));
     if state.findings.is_empty() && !state.evidence.is_empty() {
         candidates.extend(about_a_healthy_target(state));
     }
@@ -170,6 +173,24 @@ fn about_failures(state: &IncidentState) -> Vec<String> {
     out
 }
 
+/// Whether the best-matching past incident is back, quoting its cause and fix.
+fn about_a_past_incident(state: &IncidentState) -> Option<String> {
+    let prior = state.prior_incidents.first()?;
+    let past = &prior.incident;
+    let fix = if past.resolution.trim().is_empty() || past.resolution == past.root_cause {
+        String::new()
+    } else {
+        format!(" It was fixed by: {}", short_quote(&past.resolution))
+    };
+    Some(format!(
+        "Is this \"{}\" again (resolved {}, similar by {})? Its cause was: {}{fix}",
+        short_quote(&past.title),
+        past.resolved_at.format("%Y-%m-%d"),
+        join_labels(prior.matched_on.iter().map(String::as_str)),
+        short_quote(&past.root_cause),
+    ))
+}
+
 fn about_a_healthy_target(state: &IncidentState) -> Vec<String> {
     let target = &state.alert.target;
     let when = around(&state.alert);
@@ -200,5 +221,54 @@ fn join_labels<'a>(labels: impl Iterator<Item = &'a str>) -> String {
         None => String::new(),
         Some((last, [])) => (*last).to_string(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::questions;
+    use crate::recall::PriorIncident;
+    use crate::state::{AlertInput, IncidentState};
+    use firstline_model::ThreadContext;
+    use firstline_store::incidents::PastIncident;
+
+    #[test]
+    fn the_most_similar_past_incident_is_asked_about_with_its_cause_and_fix() {
+        let mut state = IncidentState::new(
+            AlertInput::parse(
+                "[FIRING:1] CheckoutCardPaymentsFailing\n*Details:*\n  • *alertname:* `CheckoutCardPaymentsFailing`\n  • *namespace:* `storefront`\n  • *service:* `checkout-web`\n",
+                None,
+            ),
+            ThreadContext::for_team("T1"),
+        );
+        state.prior_incidents = vec![PriorIncident {
+            incident: PastIncident {
+                id: 7,
+                title: "payments pods kept restarting".into(),
+                summary: String::new(),
+                root_cause: "PAYMENT_MODE was dropped from the ConfigMap".into(),
+                resolution: "restored PAYMENT_MODE and redeployed".into(),
+                permalink: None,
+                alertname: Some("KubePodCrashLooping".into()),
+                service: Some("payments".into()),
+                namespace: Some("shop".into()),
+                resolved_at: chrono::DateTime::from_timestamp(1_764_000_000, 0).expect("a time"),
+            },
+            score: 0.03,
+            similarity: Some(0.52),
+            matched_on: vec!["meaning".into(), "text".into()],
+        }];
+        let asked = questions(&state);
+        let past = asked
+            .iter()
+            .find(|q| q.starts_with("Is this \"payments pods kept restarting\" again"))
+            .unwrap_or_else(|| panic!("{asked:#?}"));
+        assert!(past.contains("similar by meaning and text"), "{past}");
+        assert!(past.contains("PAYMENT_MODE was dropped"), "{past}");
+        assert!(past.contains("fixed by: restored PAYMENT_MODE"), "{past}");
+
+        // Without a prior incident there is no such question.
+        state.prior_incidents.clear();
+        assert!(!questions(&state).iter().any(|q| q.starts_with("Is this")));
     }
 }

@@ -18,14 +18,13 @@ use std::time::Duration;
 use firstline_graph::{
     BoxError, BuildError, CompiledGraph, END, GraphBuilder, NodePolicy, RunError, START,
 };
-use sqlx::PgPool;
 
 use crate::tools::EvidenceSource;
 
 use super::ask::ask;
 use super::investigate::{InvestigateOptions, investigate};
 use super::judge::judge;
-use super::recall::{RecallOptions, recall};
+use super::recall::{Memory, RecallOptions, recall};
 use super::state::IncidentState;
 use super::summarise::summarise;
 
@@ -87,19 +86,19 @@ impl GraphOptions {
     }
 }
 
-/// The compiled incident graph over `source` (the tool layer) and `pool` (recall's memory;
-/// `None` runs without memory). Compiling takes microseconds, so build one per round when the
+/// The compiled incident graph over `source` (the tool layer) and `memory` (recall's incidents
+/// and embedding model; `None` runs without memory). Compiling takes microseconds, so build one per round when the
 /// source is scoped to a round (the tool layer's `RoundTools` is: its cache key names the
 /// thread and round); a compiled graph is cheap to clone and may run concurrently.
 pub fn build_incident_graph<E: EvidenceSource>(
     source: Arc<E>,
-    pool: Option<PgPool>,
+    memory: Option<Memory>,
     options: GraphOptions,
 ) -> Result<CompiledGraph<IncidentState>, BuildError> {
     let timeouts = options.timeouts.clone();
     let investigate_options = Arc::new(options.investigate);
     let recall_options = Arc::new(options.recall);
-    let pool = pool.map(Arc::new);
+    let memory = memory.map(Arc::new);
 
     let mut g = GraphBuilder::<IncidentState>::new();
     g.add_node_with(
@@ -115,9 +114,9 @@ pub fn build_incident_graph<E: EvidenceSource>(
         node::RECALL,
         NodePolicy::new().timeout(timeouts.recall),
         move |state: Arc<IncidentState>| {
-            let pool = pool.clone();
+            let memory = memory.clone();
             let options = Arc::clone(&recall_options);
-            async move { Ok::<_, BoxError>(recall(pool.as_deref(), &state, &options).await) }
+            async move { Ok::<_, BoxError>(recall(memory.as_deref(), &state, &options).await) }
         },
     )
     .add_node_with(

@@ -62,7 +62,7 @@ pub use graph::{
     GraphOptions, NodeTimeouts, RECURSION_LIMIT, build_incident_graph, node, run_round,
 };
 pub use investigate::InvestigateOptions;
-pub use recall::{PriorIncident, RecallOptions};
+pub use recall::{MIN_SIMILARITY, Memory, PriorIncident, RecallOptions, meaning_text};
 pub use render::{RoundResult, render_markdown};
 pub use report::{Cause, Claim, Report, UnsupportedClaim, Verdict};
 pub use state::{AlertInput, IncidentState, IncidentUpdate, Missing, MissingKind, Usage};

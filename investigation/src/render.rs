@@ -117,10 +117,13 @@ pub fn render_markdown(state: &IncidentState) -> String {
                 }
                 _ => escape(&prior.incident.title),
             };
+            let similarity = prior
+                .similarity
+                .map(|s| format!(", similarity {s:.2}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "• {title} (score {:.2}, matched on {}): {} Fix: {}",
-                prior.score,
+                "• {title} (matched on {}{similarity}): {} Fix: {}",
                 prior.matched_on.join(", "),
                 escape(&short_quote(&prior.incident.root_cause)),
                 escape(&short_quote(&prior.incident.resolution)),

@@ -124,14 +124,81 @@ impl Client {
         result
     }
 
-    /// The bounded retry loop.
+    /// The chat request's attempts.
     async fn attempts(
         &self,
         request: &ChatRequest,
         deadline: Option<Instant>,
     ) -> Result<ChatAnswer, LlmError> {
-        let started = Instant::now();
         let wire = request.to_wire(&self.options.model, self.options.temperature);
+        let secret = self.options.api_key.as_deref();
+        self.retrying(
+            deadline,
+            || async {
+                self.inner
+                    .chat()
+                    .create_byot::<_, Value>(wire.clone())
+                    .await
+            },
+            |body, latency| {
+                ChatAnswer::from_body(body, latency)
+                    .map_err(|why| LlmError::Unparsable(redact(&why, secret)))
+            },
+        )
+        .await
+    }
+
+    /// Embeds `inputs` with the client's model at the `/embeddings` endpoint, one vector per
+    /// input in input order, under the same retry policy and timeout as a chat request.
+    /// `dimensions` is sent only when set (models that cannot shorten their vectors reject it).
+    pub async fn embed(
+        &self,
+        inputs: &[String],
+        dimensions: Option<u32>,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
+        let span = tracing::info_span!(
+            "llm.embed",
+            model = %self.options.model,
+            inputs = inputs.len(),
+            attempts = tracing::field::Empty,
+        );
+        let mut wire = serde_json::json!({
+            "model": self.options.model,
+            "input": inputs,
+            "encoding_format": "float",
+        });
+        if let Some(dimensions) = dimensions {
+            wire["dimensions"] = dimensions.into();
+        }
+        let expected = inputs.len();
+        self.retrying(
+            None,
+            || async {
+                self.inner
+                    .embeddings()
+                    .create_byot::<_, Value>(wire.clone())
+                    .await
+            },
+            |body, _latency| {
+                crate::embeddings::vectors(body, expected).map_err(LlmError::Unparsable)
+            },
+        )
+        .instrument(span)
+        .await
+    }
+
+    /// The bounded retry loop around one kind of request: `send` makes an attempt, `decode`
+    /// reads a successful body (with the time since the first attempt).
+    async fn retrying<T, Sent>(
+        &self,
+        deadline: Option<Instant>,
+        send: impl Fn() -> Sent,
+        decode: impl Fn(Value, std::time::Duration) -> Result<T, LlmError>,
+    ) -> Result<T, LlmError>
+    where
+        Sent: std::future::Future<Output = Result<Value, async_openai::error::OpenAIError>>,
+    {
+        let started = Instant::now();
         let policy = self.options.retry;
         let secret = self.options.api_key.as_deref();
         for attempt in 1..=policy.max_attempts() {
@@ -145,14 +212,9 @@ impl Client {
             if limit.is_zero() {
                 return Err(LlmError::Budget(crate::BudgetLimit::WallTime));
             }
-            let chat = self.inner.chat();
-            let sent = chat.create_byot::<_, Value>(wire.clone());
-            let failure = match tokio::time::timeout(limit, sent).await {
+            let failure = match tokio::time::timeout(limit, send()).await {
                 Err(_elapsed) => return Err(LlmError::Timeout { after: limit }),
-                Ok(Ok(body)) => {
-                    return ChatAnswer::from_body(body, started.elapsed())
-                        .map_err(|why| LlmError::Unparsable(redact(&why, secret)));
-                }
+                Ok(Ok(body)) => return decode(body, started.elapsed()),
                 Ok(Err(error)) => classify(error, attempt, self.options.timeout, secret),
             };
             if !failure.retryable || attempt == policy.max_attempts() {

@@ -18,6 +18,7 @@ mod answer;
 mod budget;
 mod cache;
 mod client;
+mod embeddings;
 mod error;
 mod failure;
 mod options;

@@ -272,9 +272,14 @@ impl ScriptedServer {
         let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/v1/chat/completions", post(answer))
+            // Scripted with `ScriptedReply::raw(200, …)` bodies in the embeddings shape.
+            .route("/v1/embeddings", post(answer))
             .fallback(|| async {
-                ScriptedReply::status(404, "the scripted server serves /v1/chat/completions only")
-                    .into_response()
+                ScriptedReply::status(
+                    404,
+                    "the scripted server serves /v1/chat/completions and /v1/embeddings only",
+                )
+                .into_response()
             })
             .with_state(script.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

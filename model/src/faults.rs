@@ -1,8 +1,9 @@
 //! Named pause points for fault injection, on the `fail` crate: a point does nothing unless the
-//! `FAILPOINTS` environment variable configures it (read once at start by `firstline bot` and
-//! `firstline worker`), e.g. `FAILPOINTS='round.post.after_send=return(60000)'` pauses 60 s right
-//! after the reply was sent and before its ts is stored — where a crash test `kill -9`s the
-//! process to prove that another one finishes the work without losing or repeating it.
+//! `FAILPOINTS` environment variable configures it (read once at start by `firstline bot`,
+//! `firstline worker` and `firstline embedder`), e.g.
+//! `FAILPOINTS='round.post.after_send=return(60000)'` pauses 60 s right after the reply was sent
+//! and before its ts is stored — where a crash test `kill -9`s the process to prove that another
+//! one finishes the work without losing or repeating it.
 
 /// Bot: after a relay claimed its rows, before it delivers them.
 pub const RELAY_AFTER_CLAIM: &str = "relay.after_claim";
@@ -16,6 +17,9 @@ pub const GRAPH_AFTER_STEP: &str = "round.graph.after_step";
 pub const REFINE_AFTER_MODEL: &str = "round.refine.after_model";
 /// Worker: after `chat.postMessage` answered, before the posted ts is stored.
 pub const POST_AFTER_SEND: &str = "round.post.after_send";
+
+/// Embedder: after a batch's vectors are written, before its offsets are committed.
+pub const EMBEDDER_AFTER_WRITE: &str = "embedder.after_write";
 
 /// Pauses for the milliseconds `FAILPOINTS` gives `point` (`point=return(MS)`), if any.
 #[cfg(feature = "faults")]

@@ -25,6 +25,9 @@ pub mod text;
 pub mod thread;
 
 pub use context::{ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
-pub use message::{MESSAGE_SCHEMA, MessageRecord, WakeRecord};
+pub use message::{
+    INCIDENT_SCHEMA, IncidentRecord, MESSAGE_SCHEMA, MessageRecord, TopicRecord, WakeRecord,
+    incident_text,
+};
 pub use round::{MentionSignal, Trigger};
 pub use thread::ThreadKey;

@@ -1,12 +1,15 @@
 //! A case's past incidents, written where recall looks for them: a resolved `threads` row and
 //! an `incidents` row each, under the case's own team id so cases never see each other's
-//! memory. Every statement is bounded by a timeout.
+//! memory. With an embedding model, each incident is embedded as the embedder would embed it.
+//! Every statement is bounded by a timeout.
 
 use std::time::Duration;
 
+use firstline_embed::Embedder;
 use firstline_lab::Scenario;
 use firstline_model::ThreadKey;
 use firstline_store::PgPool;
+use firstline_store::embeddings;
 use firstline_store::incidents::{self, NewIncident};
 use firstline_store::threads;
 
@@ -16,6 +19,7 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Inserts `scenario`'s past incidents for `team_id`; returns how many.
 pub async fn insert_past_incidents(
     pool: &PgPool,
+    embedder: Option<&dyn Embedder>,
     team_id: &str,
     scenario: &Scenario,
 ) -> Result<usize, String> {
@@ -45,7 +49,18 @@ pub async fn insert_past_incidents(
                 resolution: past.resolution.clone().unwrap_or_default(),
                 resolved_at,
             };
-            incidents::insert(&mut conn, &incident).await?;
+            let id = incidents::insert(&mut conn, &incident).await?;
+            if let (Some(id), Some(embedder)) = (id, embedder) {
+                let text = incident.text();
+                let vectors = embedder
+                    .embed(&[text])
+                    .await
+                    .map_err(|e| sqlx::Error::Protocol(format!("embedding: {e}")))?;
+                let pairs: Vec<(i64, Vec<f32>)> = vectors.into_iter().map(|v| (id, v)).collect();
+                let mut tx = pool.begin().await?;
+                embeddings::set_incidents(&mut tx, embedder.model(), &pairs).await?;
+                tx.commit().await?;
+            }
             Ok::<_, sqlx::Error>(())
         };
         match tokio::time::timeout(STATEMENT_TIMEOUT, insert).await {

@@ -84,7 +84,12 @@ pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode>
         connect(&settings).await
     };
 
+    let embedder = match &pool {
+        Some(pool) => crate::investigate::optional_embedder(&settings, pool).await,
+        None => None,
+    };
     let options = runner::RunOptions {
+        embedder,
         graph: firstline_investigation::GraphOptions::from_settings(&settings.round),
         mcp: settings.mcp.clone(),
         call_timeout: Duration::from_secs(args.call_timeout_secs.max(1)),

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use firstline_config::{McpServerSettings, McpSettings};
+use firstline_embed::Embedder;
 use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
-    AlertInput, GraphOptions, IncidentState, build_incident_graph, render_markdown, run_round,
+    AlertInput, GraphOptions, IncidentState, Memory, build_incident_graph, render_markdown,
+    run_round,
 };
 use firstline_lab::{ExpectCheck, ExpectedVerdict, Scenario};
 use firstline_llm::MemoryCache;
@@ -39,6 +41,9 @@ pub struct RunOptions {
     pub run_id: String,
     /// The model path every finished round is refined by (`--model`); `None`: no model.
     pub model: Option<ModelPath>,
+    /// Embeds the cases' past incidents and their alerts for recall by meaning; `None`: recall
+    /// by keywords and identifiers.
+    pub embedder: Option<Arc<dyn Embedder>>,
 }
 
 /// How a case ended.
@@ -235,7 +240,14 @@ pub async fn investigate_in_lab(
 ) -> Result<(LabRound, Vec<String>), String> {
     let mut notes = Vec::new();
     let pool = match pool {
-        Some(pool) => match memory::insert_past_incidents(pool, team_id, scenario).await {
+        Some(pool) => match memory::insert_past_incidents(
+            pool,
+            options.embedder.as_deref(),
+            team_id,
+            scenario,
+        )
+        .await
+        {
             Ok(_) => Some(pool.clone()),
             Err(e) => {
                 notes.push(format!("without recall memory: {e}"));
@@ -254,7 +266,8 @@ pub async fn investigate_in_lab(
             .map_err(|e| format!("configuring the lab MCP tools: {e}"))?;
         let scope_name = format!("eval-{}-{}", options.run_id, scenario.name);
         let source = Arc::new(tools.round(CallScope::adhoc(scope_name.clone())));
-        let graph = build_incident_graph(Arc::clone(&source), pool, options.graph.clone())
+        let memory = pool.map(|pool| Memory::new(pool, options.embedder.clone()));
+        let graph = build_incident_graph(Arc::clone(&source), memory, options.graph.clone())
             .map_err(|e| format!("building the incident graph: {e}"))?;
         let input = IncidentState::new(alert, thread_context(scenario, team_id));
         let outcome = run_round(&graph, input).await;

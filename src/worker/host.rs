@@ -14,10 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::get;
 use firstline_activities::{Activities, Deps, round_policy};
 use firstline_config::Settings;
 use firstline_investigation::GraphOptions;
@@ -27,11 +23,9 @@ use firstline_model::faults;
 use firstline_slack::SlackApi;
 use firstline_workflows::IncidentRound;
 use futures::FutureExt;
-use metrics_exporter_prometheus::PrometheusHandle;
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Deadline for connecting to Temporal at start-up.
@@ -59,6 +53,8 @@ pub enum WorkerError {
     },
     #[error("temporal worker: {0}")]
     Worker(String),
+    #[error("{0:#}")]
+    Embedding(anyhow::Error),
 }
 
 /// A started worker: connected, registered, serving `/healthz`; call [`WorkerHandle::run`].
@@ -89,12 +85,16 @@ pub async fn start_worker(
         SLACK_TIMEOUT,
     ));
     let model = ModelPath::from_settings(&settings.llm)?;
+    let embedder = crate::embedding::load(settings, Some(&pool))
+        .await
+        .map_err(WorkerError::Embedding)?;
     let activities = Activities::new(Deps {
         pool: pool.clone(),
         tools: tools.clone(),
         slack,
         graph: GraphOptions::from_settings(&settings.round),
         model,
+        embedder: Some(embedder),
         policy: round_policy(&settings.round, &settings.llm),
         context_chars: settings.round.context_chars,
     });
@@ -149,13 +149,17 @@ pub async fn start_worker(
         Worker::new(&runtime, client, options).map_err(|e| WorkerError::Worker(e.to_string()))?;
 
     let healthy = Arc::new(AtomicBool::new(false));
-    let http_addr = serve_http(
+    let http_addr = crate::health::serve(
         &settings.worker.listen,
         Arc::clone(&healthy),
-        crate::telemetry::metrics(),
+        "not polling",
         cancel.clone(),
     )
-    .await?;
+    .await
+    .map_err(|source| WorkerError::Listen {
+        addr: settings.worker.listen.clone(),
+        source,
+    })?;
     Ok(WorkerHandle {
         worker,
         cancel,
@@ -186,57 +190,6 @@ impl WorkerHandle {
         self.tools.shutdown().await;
         self.pool.close().await;
         result.map_err(|e| WorkerError::Worker(e.to_string()))
-    }
-}
-
-#[derive(Clone)]
-struct HttpState {
-    healthy: Arc<AtomicBool>,
-    metrics: Option<PrometheusHandle>,
-}
-
-async fn serve_http(
-    listen: &str,
-    healthy: Arc<AtomicBool>,
-    metrics: Option<PrometheusHandle>,
-    cancel: CancellationToken,
-) -> Result<SocketAddr, WorkerError> {
-    let listen_error = |source| WorkerError::Listen {
-        addr: listen.to_string(),
-        source,
-    };
-    let listener = TcpListener::bind(listen).await.map_err(listen_error)?;
-    let addr = listener.local_addr().map_err(listen_error)?;
-    let app = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/metrics", get(render_metrics))
-        .with_state(HttpState { healthy, metrics });
-    tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { cancel.cancelled().await })
-            .await;
-        if let Err(e) = served {
-            tracing::warn!(error = %e, "worker http server stopped");
-        }
-    });
-    Ok(addr)
-}
-
-async fn healthz(State(state): State<HttpState>) -> (StatusCode, &'static str) {
-    if state.healthy.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ok\n")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not polling\n")
-    }
-}
-
-async fn render_metrics(State(state): State<HttpState>) -> (StatusCode, String) {
-    match &state.metrics {
-        Some(handle) => (StatusCode::OK, handle.render()),
-        None => (
-            StatusCode::NOT_FOUND,
-            "metrics recorder not installed\n".into(),
-        ),
     }
 }
 

@@ -21,17 +21,6 @@ pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
     let worker = start_worker(&settings, cancel.clone()).await?;
     println!("worker    http://{}/healthz", worker.http_addr);
     println!("worker    task queue {}", settings.temporal.task_queue);
-    let run = worker.run();
-    tokio::pin!(run);
-    tokio::select! {
-        result = &mut run => {
-            result?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        _ = service.stop.requested() => {}
-    }
-    eprintln!("stopping…");
-    cancel.cancel();
-    run.await?;
+    service.run_until_stopped(worker.run(), &cancel).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -24,6 +24,20 @@ pub struct NewIncident {
     pub resolved_at: DateTime<Utc>,
 }
 
+impl NewIncident {
+    /// What the incident is embedded from (`firstline_model::incident_text`).
+    pub fn text(&self) -> String {
+        firstline_model::incident_text(
+            &self.title,
+            &self.root_cause,
+            &self.resolution,
+            &self.summary,
+            self.alertname.as_deref(),
+            self.service.as_deref(),
+        )
+    }
+}
+
 /// Records `incident`; `None` when its thread already has one.
 pub async fn insert(
     conn: &mut PgConnection,
@@ -51,8 +65,9 @@ pub async fn insert(
     .await
 }
 
-/// What to look for: full-text words and exact identifiers, in one workspace.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What to look for, in one workspace: a vector (by meaning), full-text words and exact
+/// identifiers.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct IncidentSearch {
     pub team_id: String,
     /// A `websearch_to_tsquery` query (never a syntax error, whatever it holds).
@@ -60,6 +75,13 @@ pub struct IncidentSearch {
     pub alertname: Option<String>,
     pub service: Option<String>,
     pub namespace: Option<String>,
+    /// The alert embedded by `embedding_model`; `None` searches by keywords and identifiers only.
+    pub embedding: Option<Vec<f32>>,
+    /// The model `embedding` came from: only incidents embedded by the same model are compared.
+    pub embedding_model: String,
+    /// Cosine similarity below which a nearest neighbour is not similar at all (every query has
+    /// nearest neighbours; most are unrelated).
+    pub min_similarity: f64,
 }
 
 /// A recorded incident, as recall shows it.
@@ -79,59 +101,167 @@ pub struct PastIncident {
     pub resolved_at: DateTime<Utc>,
 }
 
-/// A past incident that matched, with its score and what matched.
+/// A past incident that matched, with its fused score and what matched.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct IncidentHit {
     #[sqlx(flatten)]
     pub incident: PastIncident,
-    /// An exact alertname and an exact service match count 1.0 each, the text rank
-    /// (normalised to 0..1) adds up to 1.0, a matching namespace 0.25.
+    /// Reciprocal rank fusion: the sum over the signals that found it of 1 / (60 + its rank in
+    /// that signal's list).
     pub score: f64,
+    /// Cosine similarity to the query vector, when the vector search found it.
+    pub similarity: Option<f64>,
+    pub vector_match: bool,
     pub text_match: bool,
     pub alertname_match: bool,
     pub service_match: bool,
     pub namespace_match: bool,
 }
 
+/// Candidates each signal contributes to the fusion.
+const CANDIDATES_PER_SIGNAL: i64 = 20;
+
+/// Most recent incidents sharing a word with the alert that full-text ranking reads (1,000:
+/// about 5 ms of `ts_rank` on this machine). An alert's
+/// words are OR-ed (recall is lenient), so in a large history most incidents share one; ranking
+/// them all would cost a scan of the team's history per round. Older ones are still found by
+/// meaning and by identifiers.
+const TEXT_CANDIDATES: i64 = 1_000;
+
+/// The three ranked lists and their reciprocal rank fusion (k = 60, the constant of Cormack et
+/// al.), all scoped to the team. The vector list is pgvector's HNSW nearest neighbours of the
+/// same embedding model, cut at the similarity floor; the text list is `ts_rank` order over the
+/// [`TEXT_CANDIDATES`] most recent matches; the identifier list ranks an incident matching both
+/// alertname and service above one matching either, then those in the alert's namespace (a
+/// namespace alone never matches: every incident in `default` would), among the most recent
+/// [`CANDIDATES_PER_SIGNAL`] of each kind of match, read from indexes in `resolved_at` order.
 const SEARCH_SQL: &str = r#"
 WITH q AS (SELECT websearch_to_tsquery('english', $2) AS query),
-scored AS (
-    SELECT i.*,
-           coalesce(i.search @@ q.query, false) AS text_match,
-           coalesce(i.alertname = $3, false) AS alertname_match,
-           coalesce(i.service = $4, false) AS service_match,
-           coalesce(i.namespace = $5, false) AS namespace_match,
-           CASE WHEN i.search @@ q.query THEN ts_rank(i.search, q.query, 32)::float8 ELSE 0 END
-               AS text_rank
+nearest AS (
+    SELECT id, 1 - (embedding <=> $7::text::vector) AS similarity
+    FROM incidents
+    WHERE $7::text IS NOT NULL AND team_id = $1 AND embedding_model = $8
+    ORDER BY embedding <=> $7::text::vector
+    LIMIT $10
+),
+by_vector AS (
+    SELECT id, similarity, row_number() OVER (ORDER BY similarity DESC, id DESC) AS rank
+    FROM nearest WHERE similarity >= $9
+),
+recent_text AS (
+    SELECT i.id, ts_rank(i.search, q.query, 32) AS text_rank
     FROM incidents i, q
-    WHERE i.team_id = $1
+    WHERE i.team_id = $1 AND i.search @@ q.query
+    ORDER BY i.resolved_at DESC
+    LIMIT $11
+),
+by_text AS (
+    SELECT id, row_number() OVER (ORDER BY text_rank DESC, id DESC) AS rank
+    FROM recent_text
+    ORDER BY rank
+    LIMIT $10
+),
+identified AS (
+    (SELECT id, 2 AS strength, coalesce(namespace = $5, false) AS same_namespace, resolved_at
+     FROM incidents WHERE team_id = $1 AND alertname = $3 AND service = $4
+     ORDER BY resolved_at DESC LIMIT $10)
+    UNION ALL
+    (SELECT id, 1, coalesce(namespace = $5, false), resolved_at
+     FROM incidents WHERE team_id = $1 AND alertname = $3
+     ORDER BY resolved_at DESC LIMIT $10)
+    UNION ALL
+    (SELECT id, 1, coalesce(namespace = $5, false), resolved_at
+     FROM incidents WHERE team_id = $1 AND service = $4
+     ORDER BY resolved_at DESC LIMIT $10)
+),
+by_identifiers AS (
+    SELECT id, row_number() OVER (
+               ORDER BY max(strength) DESC, bool_or(same_namespace) DESC, max(resolved_at) DESC,
+                        id DESC) AS rank
+    FROM identified
+    GROUP BY id
+    ORDER BY rank
+    LIMIT $10
+),
+fused AS (
+    SELECT id, sum(1.0 / (60 + rank))::float8 AS score,
+           bool_or(signal = 'vector') AS vector_match,
+           bool_or(signal = 'text') AS text_match,
+           max(similarity) AS similarity
+    FROM (
+        SELECT id, rank, 'vector' AS signal, similarity FROM by_vector
+        UNION ALL SELECT id, rank, 'text', NULL FROM by_text
+        UNION ALL SELECT id, rank, 'identifiers', NULL FROM by_identifiers
+    ) ranked
+    GROUP BY id
 )
-SELECT id, title, summary, root_cause, resolution, permalink, alertname, service, namespace,
-       resolved_at, text_match, alertname_match, service_match, namespace_match,
-       (CASE WHEN alertname_match THEN 1.0 ELSE 0 END
-        + CASE WHEN service_match THEN 1.0 ELSE 0 END
-        + CASE WHEN namespace_match THEN 0.25 ELSE 0 END
-        + text_rank)::float8 AS score
-FROM scored
-WHERE text_match OR alertname_match OR service_match
-ORDER BY score DESC, resolved_at DESC, id DESC
+SELECT i.id, i.title, i.summary, i.root_cause, i.resolution, i.permalink, i.alertname,
+       i.service, i.namespace, i.resolved_at, f.score, f.similarity::float8 AS similarity,
+       f.vector_match, f.text_match,
+       coalesce(i.alertname = $3, false) AS alertname_match,
+       coalesce(i.service = $4, false) AS service_match,
+       coalesce(i.namespace = $5, false) AS namespace_match
+FROM fused f JOIN incidents i USING (id)
+ORDER BY f.score DESC, i.resolved_at DESC, i.id DESC
 LIMIT $6
 "#;
 
-/// The best `limit` incidents of `search.team_id`. A namespace alone never matches (every
-/// incident in `default` would); it only breaks ties.
+/// The best `limit` incidents of `search.team_id`, by the fusion of the signals `search` has.
 pub async fn search(
     pool: &PgPool,
     search: &IncidentSearch,
     limit: u32,
 ) -> Result<Vec<IncidentHit>, sqlx::Error> {
-    sqlx::query_as(SEARCH_SQL)
+    let mut tx = pool.begin().await?;
+    // The team (and model) filter is applied to the HNSW scan's output; iterative scans keep
+    // reading the index until enough rows pass it, instead of returning too few.
+    sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        .execute(&mut *tx)
+        .await?;
+    // A generic plan of this statement cannot see the query vector and may not use the index.
+    sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
+        .execute(&mut *tx)
+        .await?;
+    let hits = sqlx::query_as(SEARCH_SQL)
         .bind(&search.team_id)
         .bind(&search.text)
         .bind(&search.alertname)
         .bind(&search.service)
         .bind(&search.namespace)
         .bind(i64::from(limit))
-        .fetch_all(pool)
-        .await
+        .bind(search.embedding.as_deref().map(vector_literal))
+        .bind(&search.embedding_model)
+        .bind(search.min_similarity)
+        .bind(CANDIDATES_PER_SIGNAL)
+        .bind(TEXT_CANDIDATES)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(hits)
+}
+
+/// Whether any incident of `team_id` has an embedding of `model` (without one, recall by meaning
+/// has nothing to compare with and says so).
+pub async fn any_embedded(pool: &PgPool, team_id: &str, model: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM incidents WHERE team_id = $1 AND embedding_model = $2)",
+    )
+    .bind(team_id)
+    .bind(model)
+    .fetch_one(pool)
+    .await
+}
+
+/// pgvector's text form of `vector`: `[0.1,0.2,…]`.
+pub fn vector_literal(vector: &[f32]) -> String {
+    let mut text = String::with_capacity(vector.len() * 12 + 2);
+    text.push('[');
+    for (i, x) in vector.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&x.to_string());
+    }
+    text.push(']');
+    text
 }

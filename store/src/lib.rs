@@ -9,6 +9,7 @@
 //! claims, checkpoints: the worker's activities; `tool_cache` and `audit`: the tool layer) keeps
 //! its SQL with that crate, next to the transaction it belongs to.
 
+pub mod embeddings;
 pub mod incidents;
 pub mod rounds;
 pub mod threads;

@@ -1,3 +1,4 @@
 //! Harnesses shared by the workspace's end-to-end tests.
 
+pub mod paraphrases;
 pub mod round_app;

@@ -1,6 +1,7 @@
 //! `RoundApp`: the whole round path for one test, on real engines — its own database and task
 //! queue on the shared Postgres and Temporal, a Slack stand-in, the bot (in-process), the lab MCP
-//! server serving a scenario, and `firstline worker` *processes* (so a test can `kill -9` one).
+//! server serving a scenario, and `firstline worker` and `firstline embedder` *processes* (so a
+//! test can `kill -9` one).
 
 #![allow(dead_code)]
 
@@ -48,6 +49,11 @@ pub struct RoundApp {
     workers: Vec<Child>,
     /// Each worker's `/healthz` URL, by index.
     pub worker_health: Vec<String>,
+    embedders: Vec<Child>,
+    /// Each embedder's `/healthz` URL, by index.
+    pub embedder_health: Vec<String>,
+    /// The embedders' consumer group (unique to the test).
+    pub embedder_group: String,
     dir: tempfile::TempDir,
     cancel: CancellationToken,
 }
@@ -96,7 +102,10 @@ impl RoundApp {
             settings.temporal.address = stack.temporal_address.clone();
         }
         settings.temporal.task_queue = firstline_testkit::unique_name("fl-round");
-        settings.kafka.brokers = stack.kafka_brokers.clone();
+        // A test may bring its own broker (e.g. one it stops).
+        if settings.kafka.brokers == firstline_config::KafkaSettings::default().brokers {
+            settings.kafka.brokers = stack.kafka_brokers.clone();
+        }
         settings.kafka.topic = firstline_testkit::unique_name("fl-round-messages");
         settings.slack.signing_secret = SecretString::new(SECRET);
         settings.slack.bot_token = SecretString::new(TOKEN);
@@ -138,6 +147,9 @@ impl RoundApp {
             bot: Some(bot),
             workers: Vec::new(),
             worker_health: Vec::new(),
+            embedders: Vec::new(),
+            embedder_health: Vec::new(),
+            embedder_group: firstline_testkit::unique_name("fl-embedder"),
             dir,
             cancel,
         }
@@ -147,22 +159,14 @@ impl RoundApp {
     /// polls. Returns its index.
     pub async fn start_worker(&mut self, failpoints: Option<&str>) -> usize {
         let s = &self.settings;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_firstline"));
+        let mut command = self.service_command("worker");
         command
-            .arg("worker")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("FIRSTLINE_CONFIG", self.config_path())
-            .env("FIRSTLINE_DATABASE__URL", s.database.url.expose())
             .env("FIRSTLINE_TEMPORAL__ADDRESS", &s.temporal.address)
             .env("FIRSTLINE_TEMPORAL__TASK_QUEUE", &s.temporal.task_queue)
             .env("FIRSTLINE_SLACK__API_URL", &s.slack.api_url)
             .env("FIRSTLINE_SLACK__BOT_TOKEN", TOKEN)
-            .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0")
-            .env("FIRSTLINE_LOG__FILTER", "warn,firstline=info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
+            .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0");
         let r = &s.round;
         for (key, value) in [
             ("MAX_ROUNDS", r.max_rounds.to_string()),
@@ -197,32 +201,95 @@ impl RoundApp {
                 command.env(format!("FIRSTLINE_LLM__{key}"), value);
             }
         }
+        if s.telemetry.enabled() {
+            command.env(
+                "FIRSTLINE_TELEMETRY__OTLP_ENDPOINT",
+                &s.telemetry.otlp_endpoint,
+            );
+        }
         if let Some(failpoints) = failpoints {
             command.env("FAILPOINTS", failpoints);
         }
-        let mut child = command.spawn().expect("spawning firstline worker");
-        let stdout = child.stdout.take().expect("worker stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let health = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.split_whitespace().find(|w| w.ends_with("/healthz")) {
-                    return url.to_string();
-                }
-            }
-            panic!("the worker exited before it was ready");
-        })
-        .await
-        .expect("the worker is ready within 60 s");
-        // Its HTTP server is up before it polls; healthy means polling.
-        firstline_testkit::wait_for("the worker to poll", Duration::from_secs(60), || async {
-            (http_get(&health).await.0 == 200).then_some(())
-        })
-        .await;
+        let (child, health) = spawn_ready(command, "worker").await;
         self.worker_health.push(health);
-        // Keep draining stdout so the worker never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         self.workers.push(child);
         self.workers.len() - 1
+    }
+
+    /// Starts a `firstline embedder` process in the test's consumer group (with `FAILPOINTS`
+    /// when given) and waits until it consumes. Returns its index.
+    pub async fn start_embedder(&mut self, failpoints: Option<&str>) -> usize {
+        let group = self.embedder_group.clone();
+        self.start_embedder_in(&group, failpoints).await
+    }
+
+    /// Like [`RoundApp::start_embedder`], in consumer group `group`.
+    pub async fn start_embedder_in(&mut self, group: &str, failpoints: Option<&str>) -> usize {
+        let mut command = self.embedder_command(group);
+        if let Some(failpoints) = failpoints {
+            command.env("FAILPOINTS", failpoints);
+        }
+        let (child, health) = spawn_ready(command, "embedder").await;
+        self.embedder_health.push(health);
+        self.embedders.push(child);
+        self.embedders.len() - 1
+    }
+
+    /// `firstline embedder` pointed at this app's database and topic, in consumer group `group`.
+    pub fn embedder_command(&self, group: &str) -> Command {
+        let s = &self.settings;
+        let mut command = self.service_command("embedder");
+        command
+            .env("FIRSTLINE_KAFKA__BROKERS", &s.kafka.brokers)
+            .env("FIRSTLINE_KAFKA__TOPIC", &s.kafka.topic)
+            .env("FIRSTLINE_EMBEDDER__GROUP_ID", group)
+            .env("FIRSTLINE_EMBEDDER__INSTANCE_ID", format!("{group}-0"))
+            .env("FIRSTLINE_EMBEDDER__LISTEN", "127.0.0.1:0")
+            .env("FIRSTLINE_EMBEDDER__BATCH_WAIT_MS", "50")
+            .env("FIRSTLINE_EMBEDDER__RETRY_INITIAL_MS", "100")
+            .env("FIRSTLINE_EMBEDDER__RETRY_MAX_SECS", "2");
+        command
+    }
+
+    /// `firstline <subcommand>` with only this app's database and the workspace's tools in its
+    /// environment, stdout piped (it prints its `/healthz` URL there), killed when dropped.
+    fn service_command(&self, subcommand: &str) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_firstline"));
+        command
+            .arg(subcommand)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env(
+                "FIRSTLINE_DATABASE__URL",
+                self.settings.database.url.expose(),
+            )
+            .env(
+                "FIRSTLINE_DEV__TOOLS_DIR",
+                firstline_testkit::workspace_root().join(".tools"),
+            )
+            .env("FIRSTLINE_LOG__FILTER", "warn,firstline=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        command
+    }
+
+    /// `kill -9` embedder `index` and reaps it.
+    pub async fn kill_embedder(&mut self, index: usize) {
+        let child = &mut self.embedders[index];
+        child.start_kill().expect("SIGKILL the embedder");
+        let _ = child.wait().await;
+    }
+
+    /// SIGTERM embedder `index` and wait for it to exit; returns whether it exited cleanly.
+    pub async fn terminate_embedder(&mut self, index: usize) -> bool {
+        terminate(&mut self.embedders[index]).await
+    }
+
+    /// Worker `index`'s process id while it runs; its Temporal identity is
+    /// `firstline-worker@<pid>`.
+    pub fn worker_pid(&self, index: usize) -> u32 {
+        self.workers[index].id().expect("the worker runs")
     }
 
     /// Sends `signal` to worker `index` (e.g. SIGSTOP / SIGCONT to stall it).
@@ -241,17 +308,7 @@ impl RoundApp {
 
     /// SIGTERM worker `index` and wait for it to exit; returns whether it exited cleanly.
     pub async fn terminate_worker(&mut self, index: usize) -> bool {
-        let child = &mut self.workers[index];
-        if let Some(pid) = child.id() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
-            Ok(Ok(status)) => status.success(),
-            _ => false,
-        }
+        terminate(&mut self.workers[index]).await
     }
 
     fn config_path(&self) -> PathBuf {
@@ -340,9 +397,18 @@ impl RoundApp {
 
     /// The messages Firstline posted in the thread, oldest first.
     pub fn bot_replies(&self, thread_ts: &str) -> Vec<firstline_slack::standin::state::Message> {
+        self.bot_replies_in(&self.channel, thread_ts)
+    }
+
+    /// Firstline's replies in thread `thread_ts` of `channel`.
+    pub fn bot_replies_in(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+    ) -> Vec<firstline_slack::standin::state::Message> {
         self.slack
             .workspace()
-            .thread(&self.channel, thread_ts)
+            .thread(channel, thread_ts)
             .unwrap_or_default()
             .into_iter()
             .filter(|m| m.ts != thread_ts && from_firstline(m))
@@ -388,9 +454,9 @@ impl RoundApp {
     }
 
     pub async fn stop(mut self) {
-        for worker in &mut self.workers {
-            let _ = worker.start_kill();
-            let _ = worker.wait().await;
+        for child in self.workers.iter_mut().chain(self.embedders.iter_mut()) {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
         }
         self.cancel.cancel();
         if let Some(bot) = self.bot.take() {
@@ -400,13 +466,57 @@ impl RoundApp {
     }
 }
 
+/// Spawns `command` (a service printing its `…/healthz` URL on stdout) and waits until the URL
+/// answers 200: for the worker, polling; for the embedder, consuming.
+async fn spawn_ready(mut command: Command, what: &str) -> (Child, String) {
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning firstline {what}: {e}"));
+    let stdout = child.stdout.take().expect("the child's stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let health = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.split_whitespace().find(|w| w.ends_with("/healthz")) {
+                return url.to_string();
+            }
+        }
+        panic!("the {what} exited before it was ready");
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the {what} is ready within 60 s"));
+    // Its HTTP server is up before it works; healthy means working.
+    firstline_testkit::wait_for(
+        &format!("the {what} to be healthy"),
+        Duration::from_secs(60),
+        || async { (http_get(&health).await.0 == 200).then_some(()) },
+    )
+    .await;
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, health)
+}
+
+/// SIGTERM `child` and wait (30 s at most) for it to exit; whether it exited cleanly.
+async fn terminate(child: &mut Child) -> bool {
+    if let Some(pid) = child.id() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
+        Ok(Ok(status)) => status.success(),
+        _ => false,
+    }
+}
+
 /// Whether Firstline (the bot user) wrote `message`.
 fn from_firstline(message: &firstline_slack::standin::state::Message) -> bool {
     matches!(&message.author, firstline_slack::standin::state::Author::Bot { user: Some(user), .. } if user == BOT_USER)
 }
 
 /// A channel id of Slack's shape no other test uses.
-fn unique_channel() -> String {
+pub fn unique_channel() -> String {
     let id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
     format!("C0{}", &id[..9])
 }

@@ -1,5 +1,6 @@
-//! The `publish` sink: each row's `MessageRecord` to the Kafka topic, keyed by the thread key so a
-//! thread's messages stay in order on one partition.
+//! The `publish` sink: each row's topic record (a `MessageRecord`, or an `IncidentRecord` for a
+//! resolved thread) to the Kafka topic, keyed by the thread key so a thread's records stay in
+//! order on one partition.
 //!
 //! The producer is idempotent with `acks=all` (no duplicates or reordering from its own retries).
 //! librdkafka gives up on a message after `message.timeout.ms`, which is set below our own
@@ -7,7 +8,7 @@
 
 use super::Sink;
 use super::outbox::{OutboxKind, OutboxRow};
-use firstline_model::MessageRecord;
+use firstline_model::ThreadKey;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -24,6 +25,12 @@ use std::time::Duration;
 pub struct KafkaSetupError {
     brokers: String,
     source: KafkaError,
+}
+
+/// What every topic record (message or incident) has: the thread that is its key.
+#[derive(Deserialize)]
+struct Keyed {
+    thread: ThreadKey,
 }
 
 /// Publishes `publish` rows to one topic.
@@ -129,11 +136,11 @@ impl Sink for KafkaSink {
         // Enqueue all (in id order, so per-key order holds), then await every delivery.
         let mut pending = Vec::with_capacity(rows.len());
         for row in rows {
-            let key = match MessageRecord::deserialize(&row.payload) {
+            let key = match Keyed::deserialize(&row.payload) {
                 Ok(record) => record.thread.kafka_key(),
                 Err(e) => {
                     pending.push(Err(format!(
-                        "outbox row {} is not a message record: {e}",
+                        "outbox row {} is not a topic record: {e}",
                         row.id
                     )));
                     continue;

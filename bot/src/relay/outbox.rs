@@ -28,9 +28,9 @@ impl OutboxKind {
 pub struct OutboxRow {
     /// Row id.
     pub id: i64,
-    /// The message it is about.
-    pub message_id: i64,
-    /// What to send (a `MessageRecord` or a `WakeRecord`).
+    /// The message it is about (`None` for an incident's record).
+    pub message_id: Option<i64>,
+    /// What to send (a `MessageRecord`, an `IncidentRecord` or a `WakeRecord`).
     pub payload: serde_json::Value,
     /// Failed attempts so far.
     pub attempts: i32,
@@ -55,6 +55,28 @@ pub async fn claim(
     .bind(i64::from(limit))
     .fetch_all(&mut **tx)
     .await
+}
+
+/// Queues the topic record of incident `incident_id` (thread `thread_id`) for the `publish`
+/// relay, in `conn`'s transaction: the incident and its record commit together or not at all.
+pub async fn enqueue_incident(
+    conn: &mut PgConnection,
+    thread_id: i64,
+    incident_id: i64,
+    record: &firstline_model::IncidentRecord,
+) -> Result<(), sqlx::Error> {
+    let payload = serde_json::to_value(record).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query(
+        "INSERT INTO outbox (kind, thread_id, incident_id, payload)
+         VALUES ('publish', $1, $2, $3)
+         ON CONFLICT (incident_id, kind) DO NOTHING",
+    )
+    .bind(thread_id)
+    .bind(incident_id)
+    .bind(payload)
+    .execute(conn)
+    .await
+    .map(|_| ())
 }
 
 /// Marks `ids` delivered.

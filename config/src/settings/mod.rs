@@ -7,6 +7,7 @@ mod bot;
 mod check;
 mod database;
 mod dev;
+mod embedding;
 mod kafka;
 mod llm;
 mod load;
@@ -15,12 +16,14 @@ mod mcp;
 mod mcp_server;
 mod round;
 mod slack;
+mod telemetry;
 mod temporal;
 mod worker;
 
 pub use bot::{AlertRule, BotSettings};
 pub use database::DatabaseSettings;
 pub use dev::DevSettings;
+pub use embedding::{EmbedderSettings, EmbeddingSettings, LOCAL_EMBEDDING_MODEL};
 pub use kafka::KafkaSettings;
 pub use llm::LlmSettings;
 pub use log::{LogFormat, LogSettings};
@@ -28,6 +31,7 @@ pub use mcp::{CapabilityBinding, MCP_CAPABILITIES, McpSettings};
 pub use mcp_server::{MCP_PROFILES, McpServerSettings};
 pub use round::RoundSettings;
 pub use slack::{SlackMode, SlackSettings};
+pub use telemetry::TelemetrySettings;
 pub use temporal::TemporalSettings;
 pub use worker::WorkerSettings;
 
@@ -60,6 +64,13 @@ pub struct Settings {
     pub worker: WorkerSettings,
     /// The optional OpenAI-compatible model and its per-round budget (empty `base_url`: none).
     pub llm: LlmSettings,
+    /// The model that embeds messages and incidents for recall by meaning (empty `base_url`:
+    /// the local all-MiniLM-L6-v2).
+    pub embedding: EmbeddingSettings,
+    /// The embedder process that reads the message topic and writes the vectors.
+    pub embedder: EmbedderSettings,
+    /// OpenTelemetry traces (empty `otlp_endpoint`: none are exported).
+    pub telemetry: TelemetrySettings,
 }
 
 impl Settings {
@@ -92,6 +103,9 @@ impl Settings {
         self.worker.validate()?;
         self.round.validate()?;
         self.llm.validate()?;
+        self.embedding.validate()?;
+        self.embedder.validate()?;
+        self.telemetry.validate()?;
         self.dev.validate()?;
         self.mcp.validate()
     }

