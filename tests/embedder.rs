@@ -329,3 +329,60 @@ async fn reindex_embeds_what_the_model_has_not_and_a_second_run_finds_nothing_le
     );
     app.stop().await;
 }
+
+/// An OpenAI-compatible `/v1/embeddings` on a real socket: 384 numbers per input, a distinct
+/// unit vector per text (its length picks the axis), in the order of `input`.
+fn embeddings_endpoint(request: &firstline_llm::scripted::RecordedRequest) -> ScriptedReply {
+    let inputs = request.body["input"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let data: Vec<serde_json::Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let mut vector = vec![0.0f32; 384];
+            vector[text.as_str().map_or(0, str::len) % 384] = 1.0;
+            serde_json::json!({"object": "embedding", "index": index, "embedding": vector})
+        })
+        .collect();
+    let body = serde_json::json!({"object": "list", "data": data, "model": "remote-minilm"});
+    ScriptedReply::raw(200, body.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_compatible_endpoint_embeds_in_place_of_the_local_model() {
+    let server = ScriptedServer::responding(("127.0.0.1", 0), Box::new(embeddings_endpoint))
+        .await
+        .expect("embeddings endpoint");
+    let app = RoundApp::spawn(SCENARIO, test_settings()).await;
+    let mut command = app.embedder_command(&app.embedder_group);
+    command
+        .env("FIRSTLINE_EMBEDDING__BASE_URL", server.base_url())
+        .env("FIRSTLINE_EMBEDDING__MODEL", "remote-minilm")
+        .env("FIRSTLINE_EMBEDDING__API_KEY", "sk-embedding-test");
+    let mut child = command.spawn().expect("spawning the embedder");
+    let alert = app.post_alert(None).await;
+    app.say(&alert, "the queue consumer is stuck").await;
+    app.say(&alert, "restarted it, lag is dropping").await;
+    firstline_testkit::wait_for("both messages embedded by the endpoint", WAIT, || async {
+        let n = app
+            .count("SELECT count(*) FROM message_embeddings WHERE model = 'remote-minilm'")
+            .await;
+        (n == 2).then_some(())
+    })
+    .await;
+    // The probe at start, then the messages; every request carried the key and the model.
+    let requests = server.requests();
+    assert!(requests.len() >= 2, "{requests:?}");
+    for request in &requests {
+        assert_eq!(request.body["model"], "remote-minilm");
+        assert_eq!(
+            request.authorization.as_deref(),
+            Some("Bearer sk-embedding-test")
+        );
+    }
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    app.stop().await;
+}

@@ -17,6 +17,7 @@ mod settings;
 
 pub use env::{ENV_PREFIX, env_var};
 pub use secret::{DatabaseUrl, SecretString};
+pub use settings::TelemetrySettings;
 pub use settings::{
     AlertRule, BotSettings, DatabaseSettings, DevSettings, KafkaSettings, LogFormat, LogSettings,
     RoundSettings, Settings, SlackMode, SlackSettings, TemporalSettings, WorkerSettings,
@@ -25,7 +26,6 @@ pub use settings::{
     CapabilityBinding, MCP_CAPABILITIES, MCP_PROFILES, McpServerSettings, McpSettings,
 };
 pub use settings::{EmbedderSettings, EmbeddingSettings, LOCAL_EMBEDDING_MODEL, LlmSettings};
-pub use settings::TelemetrySettings;
 
 /// Why the settings could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -21,8 +21,8 @@ use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
-use tracing::Instrument;
 use tokio::sync::Mutex;
+use tracing::Instrument;
 
 use super::setup::{ServerSpec, Transport};
 use firstline_redact::redact;
