@@ -349,8 +349,25 @@ async fn a_real_llama_cpp_server_refines_a_round_or_falls_back_safely() {
                 !PROTOCOL_FAILURES.contains(&reason.as_str()),
                 "the real server and the model path disagree on the protocol: {run:?}"
             );
+            // What the model path spent before it gave up is charged to the round; the
+            // rest of the round is the deterministic one.
+            assert_eq!(
+                after.usage.model_calls,
+                before.usage.model_calls + run.model_calls,
+                "the fallen-back model calls are charged: {run:?}"
+            );
+            assert_eq!(
+                after.usage.tool_calls,
+                before.usage.tool_calls + run.tool_calls,
+                "the fallen-back tool calls are charged: {run:?}"
+            );
+            assert_eq!(
+                after.usage.prompt_tokens,
+                before.usage.prompt_tokens + run.prompt_tokens
+            );
             let mut unchanged = after.clone();
             unchanged.model = None;
+            unchanged.usage = before.usage;
             assert_eq!(
                 unchanged, before,
                 "a fallback posts the deterministic round unchanged"
