@@ -6,7 +6,7 @@
 //! ones. Exit code 1 when anything fails.
 
 use firstline_config::env_var;
-use firstline_config::{DatabaseUrl, Settings};
+use firstline_config::{DatabaseUrl, Settings, TemporalSettings};
 use firstline_stack::ports::{self, PortSetting};
 use firstline_stack::tools::Tools;
 use std::process::ExitCode;
@@ -91,7 +91,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         settings.database.connect_timeout_secs,
     )
     .await;
-    check_temporal(&mut report, &settings.temporal.address, tools.as_ref()).await;
+    check_temporal(&mut report, &settings.temporal, tools.as_ref()).await;
     check_kafka(&mut report, &settings.kafka.brokers).await;
 
     if report.failures == 0 {
@@ -154,10 +154,22 @@ async fn check_database(report: &mut Report, url: &DatabaseUrl, timeout_secs: u6
     }
 }
 
-async fn check_temporal(report: &mut Report, address: &str, tools: Option<&Tools>) {
+async fn check_temporal(report: &mut Report, temporal: &TemporalSettings, tools: Option<&Tools>) {
+    let address = &temporal.address;
+    if temporal.tls() {
+        // TLS, a client certificate or an API key: ask the way the bot and the worker connect.
+        let answer =
+            firstline_temporal::connect(temporal, "firstline-doctor", Duration::from_secs(5))
+                .await
+                .map(drop);
+        match answer {
+            Ok(()) => report.ok("temporal", format!("{address} answers over TLS")),
+            Err(e) => report.fail("temporal", e.to_string()),
+        }
+        return;
+    }
     let host_port = address
         .trim_start_matches("http://")
-        .trim_start_matches("https://")
         .trim_end_matches('/')
         .to_string();
     let result = match tools {

@@ -19,6 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("firstline-redact", &[]),
     ("firstline-embed", &["firstline-config", "firstline-llm"]),
     ("firstline-config", &["firstline-model"]),
+    ("firstline-temporal", &["firstline-config"]),
     ("firstline-slack", &["firstline-config", "firstline-model"]),
     ("firstline-store", &["firstline-config", "firstline-model"]),
     ("firstline-stack", &["firstline-config", "firstline-store"]),
@@ -60,6 +61,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "firstline-bot",
         &[
             "firstline-redact",
+            "firstline-temporal",
             "firstline-workflows",
             "firstline-alert",
             "firstline-slack",

@@ -80,6 +80,7 @@ const SECRET_SETTINGS: &[&str] = &[
     "slack.app_token",
     "llm.api_key",
     "embedding.api_key",
+    "temporal.api_key",
 ];
 
 /// The Web API methods the code calls, as the client names them (the test also finds exactly
@@ -646,6 +647,94 @@ fn the_worker_scales_on_its_task_queue_with_the_scalers_documented_fields() {
     );
 }
 
+/// The secret references of a TriggerAuthentication: (parameter, Secret, key).
+fn trigger_secrets(auth: &Value) -> Vec<(&str, &str, &str)> {
+    auth["spec"]["secretTargetRef"]
+        .as_array()
+        .expect("secretTargetRef")
+        .iter()
+        .map(|r| {
+            let field = |f: &str| r[f].as_str().expect("a string");
+            (field("parameter"), field("name"), field("key"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_scaler_authenticates_to_temporal_with_the_workers_own_credentials() {
+    let worker = find(
+        rendered("deploy/overlays/http"),
+        "Deployment",
+        "firstline-worker",
+    );
+    let bot = find(
+        rendered("deploy/overlays/http"),
+        "Deployment",
+        "firstline-bot",
+    );
+    let config = read("deploy/base/firstline.toml");
+    for deployment in [worker, bot] {
+        let id = name(deployment);
+        // The API key: the Secret key the process reads as temporal.api_key.
+        let api_key = env(
+            container(deployment),
+            &firstline_config::env_var("temporal.api_key"),
+        )
+        .unwrap_or_else(|| panic!("{id} reads temporal.api_key"));
+        let reference = &api_key["valueFrom"]["secretKeyRef"];
+        assert_eq!(reference["name"], "firstline", "{id}");
+        assert_eq!(reference["key"], "temporal-api-key", "{id}");
+        assert_eq!(
+            reference["optional"], true,
+            "{id}: plaintext installs have no key"
+        );
+        // The client certificate: the Secret mounted where firstline.toml's example points.
+        let volume = pod_spec(deployment)["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .find(|v| v["secret"]["secretName"] == "firstline-temporal-tls")
+            .unwrap_or_else(|| panic!("{id} mounts firstline-temporal-tls"));
+        assert_eq!(volume["secret"]["optional"], true, "{id}");
+        let mount = container(deployment)["volumeMounts"]
+            .as_array()
+            .expect("volumeMounts")
+            .iter()
+            .find(|m| m["name"] == volume["name"])
+            .unwrap_or_else(|| panic!("{id} mounts the TLS volume"));
+        let path = mount["mountPath"].as_str().expect("a path");
+        for file in ["tls.crt", "tls.key", "ca.crt"] {
+            assert!(
+                config.contains(&format!("\"{path}/{file}\"")),
+                "firstline.toml shows {path}/{file} for {id}"
+            );
+        }
+    }
+
+    let api_key = find(
+        rendered("deploy/keda/temporal-api-key"),
+        "TriggerAuthentication",
+        "firstline-temporal",
+    );
+    assert_eq!(
+        trigger_secrets(api_key),
+        vec![("apiKey", "firstline", "temporal-api-key")]
+    );
+    let mtls = find(
+        rendered("deploy/keda/temporal-mtls"),
+        "TriggerAuthentication",
+        "firstline-temporal",
+    );
+    assert_eq!(
+        trigger_secrets(mtls),
+        vec![
+            ("cert", "firstline-temporal-tls", "tls.crt"),
+            ("key", "firstline-temporal-tls", "tls.key"),
+            ("ca", "firstline-temporal-tls", "ca.crt"),
+        ]
+    );
+}
+
 #[test]
 fn the_embedder_scales_on_its_consumer_lag_up_to_the_partition_count() {
     let settings = deployed_settings();
@@ -825,6 +914,7 @@ fn the_pods_run_non_root_read_only_and_get_secrets_only_from_the_secret() {
         ("slack.app_token", &settings.slack.app_token),
         ("llm.api_key", &settings.llm.api_key),
         ("embedding.api_key", &settings.embedding.api_key),
+        ("temporal.api_key", &settings.temporal.api_key),
     ] {
         assert!(
             !secret.is_set(),

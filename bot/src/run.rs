@@ -196,9 +196,7 @@ pub async fn start(
     }
     if parts.wake {
         let sink = TemporalSink::new(TemporalTarget {
-            address: settings.temporal.address.clone(),
-            namespace: settings.temporal.namespace.clone(),
-            task_queue: settings.temporal.task_queue.clone(),
+            settings: settings.temporal.clone(),
             timeout: call_timeout,
         });
         tasks.spawn(relay::run(pool.clone(), sink, relay_config, cancel.clone()));

@@ -23,7 +23,6 @@ use firstline_model::faults;
 use firstline_slack::SlackApi;
 use firstline_workflows::IncidentRound;
 use futures::FutureExt;
-use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 use tokio_util::sync::CancellationToken;
@@ -42,10 +41,8 @@ pub enum WorkerError {
     Tools(String),
     #[error("llm: {0}")]
     Model(#[from] firstline_llm::LlmError),
-    #[error("temporal.address `{0}` is not a URL")]
-    Address(String),
-    #[error("connecting to Temporal at {address}: {reason}")]
-    Temporal { address: String, reason: String },
+    #[error(transparent)]
+    Temporal(#[from] firstline_temporal::ConnectError),
     #[error("worker.listen {addr}: {source}")]
     Listen {
         addr: String,
@@ -99,30 +96,12 @@ pub async fn start_worker(
         context_chars: settings.round.context_chars,
     });
 
-    let address = &settings.temporal.address;
-    let url: Url = address
-        .parse()
-        .map_err(|_| WorkerError::Address(address.clone()))?;
-    let temporal = |reason: String| WorkerError::Temporal {
-        address: address.clone(),
-        reason,
-    };
-    let connection = tokio::time::timeout(
+    let client = firstline_temporal::connect(
+        &settings.temporal,
+        format!("firstline-worker@{}", std::process::id()),
         CONNECT_TIMEOUT,
-        Connection::connect(
-            ConnectionOptions::new(url)
-                .identity(format!("firstline-worker@{}", std::process::id()))
-                .build(),
-        ),
     )
-    .await
-    .map_err(|_| temporal(format!("no answer within {CONNECT_TIMEOUT:?}")))?
-    .map_err(|e| temporal(e.to_string()))?;
-    let client = Client::new(
-        connection,
-        ClientOptions::new(settings.temporal.namespace.clone()).build(),
-    )
-    .map_err(|e| temporal(e.to_string()))?;
+    .await?;
     let runtime = Runtime::from_current_tokio(Default::default())
         .map_err(|e| WorkerError::Worker(e.to_string()))?;
     let tuner = TunerHolder::builder()

@@ -158,12 +158,37 @@ impl RoundApp {
     /// Starts a `firstline worker` process (with `FAILPOINTS` when given) and waits until it
     /// polls. Returns its index.
     pub async fn start_worker(&mut self, failpoints: Option<&str>) -> usize {
+        let mut command = self.worker_command();
+        if let Some(failpoints) = failpoints {
+            command.env("FAILPOINTS", failpoints);
+        }
+        let (child, health) = spawn_ready(command, "worker").await;
+        self.worker_health.push(health);
+        self.workers.push(child);
+        self.workers.len() - 1
+    }
+
+    /// `firstline worker` with the app's settings as its environment, not started.
+    pub fn worker_command(&self) -> Command {
         let s = &self.settings;
         let mut command = self.service_command("worker");
+        let t = &s.temporal;
+        for (key, value) in [
+            ("API_KEY", t.api_key.expose().to_string()),
+            ("SERVER_CA_FILE", t.server_ca_file.display().to_string()),
+            ("SERVER_NAME", t.server_name.clone()),
+            ("CLIENT_CERT_FILE", t.client_cert_file.display().to_string()),
+            ("CLIENT_KEY_FILE", t.client_key_file.display().to_string()),
+        ] {
+            if !value.is_empty() {
+                command.env(format!("FIRSTLINE_TEMPORAL__{key}"), value);
+            }
+        }
         command
             .env("FIRSTLINE_CONFIG", self.config_path())
-            .env("FIRSTLINE_TEMPORAL__ADDRESS", &s.temporal.address)
-            .env("FIRSTLINE_TEMPORAL__TASK_QUEUE", &s.temporal.task_queue)
+            .env("FIRSTLINE_TEMPORAL__ADDRESS", &t.address)
+            .env("FIRSTLINE_TEMPORAL__NAMESPACE", &t.namespace)
+            .env("FIRSTLINE_TEMPORAL__TASK_QUEUE", &t.task_queue)
             .env("FIRSTLINE_SLACK__API_URL", &s.slack.api_url)
             .env("FIRSTLINE_SLACK__BOT_TOKEN", TOKEN)
             .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0");
@@ -207,13 +232,7 @@ impl RoundApp {
                 &s.telemetry.otlp_endpoint,
             );
         }
-        if let Some(failpoints) = failpoints {
-            command.env("FAILPOINTS", failpoints);
-        }
-        let (child, health) = spawn_ready(command, "worker").await;
-        self.worker_health.push(health);
-        self.workers.push(child);
-        self.workers.len() - 1
+        command
     }
 
     /// Starts a `firstline embedder` process in the test's consumer group (with `FAILPOINTS`
@@ -534,17 +553,13 @@ pub struct RoundRow {
 impl RoundApp {
     /// A Temporal client on the test stack.
     pub async fn temporal(&self) -> temporalio_client::Client {
-        let url: temporalio_client::Url = self.settings.temporal.address.parse().expect("url");
-        let connection = temporalio_client::Connection::connect(
-            temporalio_client::ConnectionOptions::new(url).build(),
+        firstline_temporal::connect(
+            &self.settings.temporal,
+            "firstline-test",
+            Duration::from_secs(15),
         )
         .await
-        .expect("connecting to Temporal");
-        temporalio_client::Client::new(
-            connection,
-            temporalio_client::ClientOptions::new(self.settings.temporal.namespace.clone()).build(),
-        )
-        .expect("Temporal client")
+        .expect("connecting to Temporal")
     }
 
     /// The result of the thread's latest workflow run, waiting up to `timeout` for it to close.

@@ -9,23 +9,18 @@
 
 use super::Sink;
 use super::outbox::{OutboxKind, OutboxRow};
+use firstline_config::TemporalSettings;
 use firstline_model::{Trigger, WakeRecord};
 use firstline_workflows::IncidentRound;
 use std::time::Duration;
-use temporalio_client::{
-    Client, ClientOptions, ConnectionOptions, WorkflowIdReusePolicy, WorkflowStartOptions,
-};
+use temporalio_client::{Client, WorkflowIdReusePolicy, WorkflowStartOptions};
 use tokio::sync::Mutex;
 
 /// Where and how to reach Temporal.
 #[derive(Debug, Clone)]
 pub struct TemporalTarget {
-    /// `http://host:port`.
-    pub address: String,
-    /// Namespace.
-    pub namespace: String,
-    /// Task queue of the round workers.
-    pub task_queue: String,
+    /// Address, namespace, task queue and credentials (`[temporal]`).
+    pub settings: TemporalSettings,
     /// Deadline of each call (and of connecting).
     pub timeout: Duration,
 }
@@ -50,39 +45,24 @@ impl TemporalSink {
         if let Some(client) = slot.as_ref() {
             return Ok(client.clone());
         }
-        let url = self
-            .target
-            .address
-            .parse::<temporalio_client::Url>()
-            .map_err(|e| format!("temporal.address {}: {e}", self.target.address))?;
-        let connection = ConnectionOptions::new(url)
-            .identity(format!("firstline-bot@{}", std::process::id()))
-            .connect_timeout(self.target.timeout)
-            .build();
-        let client = tokio::time::timeout(
+        let client = firstline_temporal::connect(
+            &self.target.settings,
+            format!("firstline-bot@{}", std::process::id()),
             self.target.timeout,
-            Client::connect(
-                connection,
-                ClientOptions::new(self.target.namespace.clone()).build(),
-            ),
         )
         .await
-        .map_err(|_| {
-            format!(
-                "connecting to Temporal: no answer within {:?}",
-                self.target.timeout
-            )
-        })?
-        .map_err(|e| format!("connecting to Temporal at {}: {e}", self.target.address))?;
+        .map_err(|e| e.to_string())?;
         *slot = Some(client.clone());
         Ok(client)
     }
 
     async fn wake(&self, client: &Client, wake: WakeRecord) -> Result<(), String> {
-        let options =
-            WorkflowStartOptions::new(self.target.task_queue.clone(), wake.thread.workflow_id())
-                .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
-                .build();
+        let options = WorkflowStartOptions::new(
+            self.target.settings.task_queue.clone(),
+            wake.thread.workflow_id(),
+        )
+        .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
+        .build();
         let call = client.signal_with_start_workflow(
             IncidentRound::run,
             Trigger {
