@@ -64,7 +64,13 @@ pub async fn start_for_dev(
     use firstline_slack::standin::{StandIn, StandInConfig};
     let mut settings = settings.clone();
     settings.database.url = addresses.database_url(database);
-    settings.temporal.address = addresses.temporal_address();
+    // The embedded dev server: plain gRPC, namespace `default`. Credentials meant for another
+    // Temporal (an API key, certificates) must not follow the address here.
+    settings.temporal = firstline_config::TemporalSettings {
+        address: addresses.temporal_address(),
+        task_queue: settings.temporal.task_queue.clone(),
+        ..firstline_config::TemporalSettings::default()
+    };
     settings.kafka.brokers = addresses.kafka_brokers();
     let cancel = CancellationToken::new();
     let mut lines = Vec::new();

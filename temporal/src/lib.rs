@@ -4,12 +4,18 @@
 //! An `http://` address is plain gRPC. An `https://` address is TLS, verified against the
 //! system's roots or `temporal.server_ca_file` under `temporal.server_name`; a client
 //! certificate makes it mTLS; `temporal.api_key` travels as `authorization: Bearer …` (Temporal
-//! Cloud's API keys). The settings crate refuses credentials over `http://`, and the files are
-//! read here, at connect, so a missing or unreadable one stops the process with its setting and
-//! path named. Connecting asks the frontend `GetSystemInfo`, so a refused key or certificate
-//! fails here too, not at the first poll.
+//! Cloud's API keys). Credentials never travel over `http://`: the settings crate refuses them,
+//! and so does this one, for callers that rewrote the address after validation. The files are
+//! read and parsed here, at connect, so a missing file or one that holds no PEM stops the process
+//! with its setting and path named. Connecting asks the frontend `GetSystemInfo`, so a refused key
+//! or certificate fails here too, not at the first poll. Certificates are read once: a rotated one
+//! takes effect when the process restarts.
+//!
+//! Never `{:?}` a `Client` or the SDK's `ConnectionOptions`: their derived `Debug` shows the key.
 
 use firstline_config::TemporalSettings;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use temporalio_client::errors::ClientConnectError;
@@ -33,6 +39,19 @@ pub enum ConnectError {
         /// Why reading failed.
         source: std::io::Error,
     },
+    /// A certificate or key file holds no usable PEM.
+    #[error("{setting} `{}`: {reason}", path.display())]
+    Pem {
+        /// The setting naming the file.
+        setting: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An API key with a plaintext address: it would travel in the clear.
+    #[error("temporal.api_key is only sent over TLS, and temporal.address `{0}` is not https://")]
+    KeyInTheClear(String),
     /// The frontend did not answer in time.
     #[error("connecting to Temporal at {address}: no answer within {after:?}")]
     Timeout {
@@ -79,7 +98,7 @@ pub async fn connect(
 }
 
 /// The SDK's connection options for `settings`, reading the certificate files.
-pub fn connection_options(
+fn connection_options(
     settings: &TemporalSettings,
     identity: String,
     timeout: Duration,
@@ -93,6 +112,9 @@ pub fn connection_options(
         .api_key
         .is_set()
         .then(|| settings.api_key.expose().trim().to_string());
+    if api_key.is_some() && !settings.tls() {
+        return Err(ConnectError::KeyInTheClear(settings.address.clone()));
+    }
     Ok(ConnectionOptions::new(url)
         .identity(identity)
         .connect_timeout(timeout)
@@ -105,15 +127,25 @@ fn tls_options(settings: &TemporalSettings) -> Result<Option<TlsOptions>, Connec
     if !settings.tls() {
         return Ok(None);
     }
-    let server_root_ca_cert = optional_file("temporal.server_ca_file", &settings.server_ca_file)?;
+    let server_root_ca_cert = if settings.server_ca_file.as_os_str().is_empty() {
+        None
+    } else {
+        Some(certificates(
+            "temporal.server_ca_file",
+            &settings.server_ca_file,
+        )?)
+    };
     let client_tls_options = if settings.client_certificate() {
         Some(
             ClientTlsOptions::builder()
-                .client_cert(read(
+                .client_cert(certificates(
                     "temporal.client_cert_file",
                     &settings.client_cert_file,
                 )?)
-                .client_private_key(read("temporal.client_key_file", &settings.client_key_file)?)
+                .client_private_key(private_key(
+                    "temporal.client_key_file",
+                    &settings.client_key_file,
+                )?)
                 .build(),
         )
     } else {
@@ -129,11 +161,35 @@ fn tls_options(settings: &TemporalSettings) -> Result<Option<TlsOptions>, Connec
     ))
 }
 
-fn optional_file(setting: &'static str, path: &Path) -> Result<Option<Vec<u8>>, ConnectError> {
-    if path.as_os_str().is_empty() {
-        return Ok(None);
+/// A PEM file's bytes, once it is known to hold at least one certificate and nothing
+/// unreadable (tonic would skip what it cannot parse and fail later, without naming the file).
+fn certificates(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConnectError> {
+    let pem = read(setting, path)?;
+    let mut found = 0usize;
+    for certificate in CertificateDer::pem_slice_iter(&pem) {
+        certificate.map_err(|e| bad_pem(setting, path, format!("unreadable PEM: {e}")))?;
+        found += 1;
     }
-    read(setting, path).map(Some)
+    if found == 0 {
+        return Err(bad_pem(setting, path, "no PEM certificate in it".into()));
+    }
+    Ok(pem)
+}
+
+/// A PEM file's bytes, once it is known to hold a private key.
+fn private_key(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConnectError> {
+    let pem = read(setting, path)?;
+    PrivateKeyDer::from_pem_slice(&pem)
+        .map_err(|e| bad_pem(setting, path, format!("no PEM private key in it ({e})")))?;
+    Ok(pem)
+}
+
+fn bad_pem(setting: &'static str, path: &Path, reason: String) -> ConnectError {
+    ConnectError::Pem {
+        setting,
+        path: path.to_path_buf(),
+        reason,
+    }
 }
 
 fn read(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConnectError> {
@@ -163,18 +219,22 @@ fn explain(error: &ClientConnectError, settings: &TemporalSettings) -> String {
     let hint = if text.starts_with("Unauthenticated") || text.starts_with("PermissionDenied") {
         Some("check temporal.api_key (or the client certificate) and temporal.namespace")
     } else if text.contains("UnknownIssuer") {
-        Some("set temporal.server_ca_file to the CA that signed the server's certificate")
+        Some("check temporal.server_ca_file: the CA that signed the server's certificate")
     } else if text.contains("not valid for name") {
-        Some("set temporal.server_name to a name on the server's certificate")
+        Some("check temporal.server_name: a name on the server's certificate")
     } else if settings.tls()
         && [
             "fatal alert",
             "connection closed",
             "connection was not ready",
             "broken pipe",
+            "connection reset",
+            "unexpected end of file",
+            "unexpected eof",
+            "peer closed",
         ]
         .iter()
-        .any(|sign| text.contains(sign))
+        .any(|sign| text.to_lowercase().contains(sign))
     {
         // TLS 1.3 checks the client's certificate after the client thinks the handshake is
         // done, so a refusal arrives as an alert or as the connection closing, racing the call.
@@ -238,6 +298,102 @@ mod tests {
         let tls = options.tls_options.expect("TLS");
         assert!(tls.server_root_ca_cert.is_none() && tls.client_tls_options.is_none());
         assert_eq!(options.api_key.as_deref(), Some("tmprl-key"));
+    }
+
+    #[test]
+    fn a_key_is_never_put_on_a_plaintext_connection() {
+        // As a caller that rewrote the address after the settings were validated would.
+        let settings = TemporalSettings {
+            address: "http://127.0.0.1:7233".into(),
+            api_key: SecretString::new("tmprl-key"),
+            ..TemporalSettings::default()
+        };
+        let error = connection_options(&settings, "test".into(), Duration::from_secs(1))
+            .expect_err("refused");
+        assert!(matches!(error, ConnectError::KeyInTheClear(_)), "{error}");
+        assert!(!error.to_string().contains("tmprl-key"), "{error}");
+    }
+
+    fn tls_with(files: &[(&str, &str)]) -> (tempfile::TempDir, TemporalSettings) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut settings = TemporalSettings {
+            address: "https://temporal.example:7233".into(),
+            ..TemporalSettings::default()
+        };
+        for (setting, contents) in files {
+            let path = dir.path().join(setting);
+            std::fs::write(&path, contents).expect("write");
+            match *setting {
+                "ca" => settings.server_ca_file = path,
+                "cert" => settings.client_cert_file = path,
+                "key" => settings.client_key_file = path,
+                other => panic!("unknown file {other}"),
+            }
+        }
+        (dir, settings)
+    }
+
+    fn pem_error(settings: &TemporalSettings) -> String {
+        match connection_options(settings, "test".into(), Duration::from_secs(1)) {
+            Err(error @ ConnectError::Pem { .. }) => error.to_string(),
+            Err(other) => panic!("expected a PEM error, got {other}"),
+            Ok(_) => panic!("expected a PEM error, got options"),
+        }
+    }
+
+    // A throwaway self-signed P-256 pair made for these tests (openssl req -x509 -newkey ec).
+    const CERTIFICATE: &str = include_str!("testdata/certificate.pem");
+    const KEY: &str = include_str!("testdata/key.pem");
+
+    #[test]
+    fn files_without_usable_pem_are_named_with_their_setting() {
+        let (_dir, good) = tls_with(&[("ca", CERTIFICATE), ("cert", CERTIFICATE), ("key", KEY)]);
+        connection_options(&good, "test".into(), Duration::from_secs(1))
+            .expect("a certificate and its key are accepted");
+
+        let (_dir, empty_ca) = tls_with(&[("ca", "not a certificate\n")]);
+        let text = pem_error(&empty_ca);
+        assert!(text.starts_with("temporal.server_ca_file"), "{text}");
+        assert!(text.contains("no PEM certificate"), "{text}");
+
+        let (_dir, key_as_cert) = tls_with(&[("cert", KEY), ("key", KEY)]);
+        assert!(
+            pem_error(&key_as_cert).starts_with("temporal.client_cert_file"),
+            "a key is no certificate"
+        );
+
+        let (_dir, cert_as_key) = tls_with(&[("cert", CERTIFICATE), ("key", CERTIFICATE)]);
+        let text = pem_error(&cert_as_key);
+        assert!(text.starts_with("temporal.client_key_file"), "{text}");
+        assert!(text.contains("no PEM private key"), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_points_at_the_setting_to_check() {
+        use temporalio_client::tonic::Status;
+        let tls = TemporalSettings {
+            address: "https://temporal.example:7233".into(),
+            ..TemporalSettings::default()
+        };
+        let refused = |status: Status, settings: &TemporalSettings| {
+            explain(&ClientConnectError::SystemInfoCallError(status), settings)
+        };
+        let text = refused(Status::unauthenticated("Request unauthorized."), &tls);
+        assert!(
+            text.starts_with("Unauthenticated: Request unauthorized."),
+            "{text}"
+        );
+        assert!(text.contains("check temporal.api_key"), "{text}");
+        let text = refused(Status::permission_denied("wrong namespace"), &tls);
+        assert!(text.contains("temporal.namespace"), "{text}");
+        let text = refused(Status::cancelled("connection closed"), &tls);
+        assert!(text.contains("temporal.client_cert_file"), "{text}");
+        // Over plaintext a closed connection says nothing about certificates.
+        let text = refused(
+            Status::cancelled("connection closed"),
+            &TemporalSettings::default(),
+        );
+        assert_eq!(text, "Cancelled: connection closed");
     }
 
     #[test]

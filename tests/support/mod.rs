@@ -2,4 +2,3 @@
 
 pub mod paraphrases;
 pub mod round_app;
-pub mod temporal_front;

@@ -8,8 +8,6 @@
 //! HTTP/2 request, streamed both ways with its trailers, to the dev server. It counts what it
 //! accepted and refused, so a test can tell that traffic went through it and was authenticated.
 
-#![allow(dead_code)]
-
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -169,8 +167,13 @@ async fn serve(
 ) {
     let mut connections = JoinSet::new();
     loop {
-        let Ok((tcp, _)) = listener.accept().await else {
-            continue;
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            // Out of descriptors, say: wait for connections to close rather than spin.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
         };
         // Reap finished connections so the set stays as small as the open ones.
         while connections.try_join_next().is_some() {}
