@@ -736,6 +736,49 @@ fn the_scaler_authenticates_to_temporal_with_the_workers_own_credentials() {
 }
 
 #[test]
+fn every_pod_that_reads_the_database_can_verify_its_tls() {
+    let docs = read("docs/deploy.md");
+    let mut seen = 0;
+    for dir in ["deploy/overlays/http", "deploy/migrate"] {
+        for workload in rendered(dir)
+            .iter()
+            .filter(|o| matches!(kind(o), "Deployment" | "Job"))
+        {
+            let id = format!("{dir}: {}", name(workload));
+            if env(container(workload), "FIRSTLINE_DATABASE__URL").is_none() {
+                continue;
+            }
+            seen += 1;
+            let volume = pod_spec(workload)["volumes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|v| v["secret"]["secretName"] == "firstline-database-tls")
+                .unwrap_or_else(|| panic!("{id} mounts firstline-database-tls"));
+            assert_eq!(
+                volume["secret"]["optional"], true,
+                "{id}: plaintext installs have none"
+            );
+            let mount = container(workload)["volumeMounts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|m| m["name"] == volume["name"])
+                .unwrap_or_else(|| panic!("{id} mounts the database TLS volume"));
+            let path = mount["mountPath"].as_str().expect("a path");
+            assert!(
+                docs.contains(&format!("sslrootcert={path}/root.crt")),
+                "docs/deploy.md's example URL points into {path} ({id})"
+            );
+        }
+    }
+    assert_eq!(
+        seen, 4,
+        "bot, worker, embedder and the migration Job read the database"
+    );
+}
+
+#[test]
 fn the_embedder_scales_on_its_consumer_lag_up_to_the_partition_count() {
     let settings = deployed_settings();
     let scaled = find(

@@ -14,8 +14,12 @@
 
 mod support;
 // Only this test needs the front; the other test binaries that share `support` don't compile it.
+#[path = "support/accept_loop.rs"]
+mod accept_loop;
 #[path = "support/temporal_front.rs"]
 mod temporal_front;
+#[path = "support/test_ca.rs"]
+mod test_ca;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -46,6 +46,27 @@ pub enum StoreError {
         /// The driver's reason, on one line.
         reason: String,
     },
+    /// TLS failed: the server wants it and the URL does not ask for it, or a certificate was
+    /// refused on either side.
+    #[error(
+        "TLS to the database at {host_port} failed: {reason} (check sslmode, sslrootcert, sslcert and sslkey in FIRSTLINE_DATABASE__URL)"
+    )]
+    Tls {
+        /// `host:port` we tried.
+        host_port: String,
+        /// The driver's or the server's reason, on one line.
+        reason: String,
+    },
+    /// A certificate or key file the URL names cannot be read.
+    #[error("database.url {parameter} `{path}`: {source} (check FIRSTLINE_DATABASE__URL)")]
+    TlsFile {
+        /// `sslrootcert`, `sslcert` or `sslkey`.
+        parameter: String,
+        /// The file.
+        path: String,
+        /// Why it cannot be read.
+        source: std::io::Error,
+    },
     /// The server answered but refused the connection.
     #[error(
         "the database at {host_port} refused the connection: {reason} (check the user, password and database name in FIRSTLINE_DATABASE__URL)"
@@ -73,6 +94,7 @@ pub enum StoreError {
 }
 
 fn connect_options(url: &DatabaseUrl) -> Result<PgConnectOptions, StoreError> {
+    check_tls_files(url.expose())?;
     PgConnectOptions::from_str(url.expose())
         .map(|options| options.disable_statement_logging())
         .map_err(|source| StoreError::InvalidUrl {
@@ -81,18 +103,94 @@ fn connect_options(url: &DatabaseUrl) -> Result<PgConnectOptions, StoreError> {
         })
 }
 
-/// A failed connection: the server refused us (wrong password, no such database) or nothing
-/// answered. The two need different fixes, so they are different errors.
+/// The driver reads the files `sslrootcert`, `sslcert` and `sslkey` name only while connecting,
+/// and then reports a missing one without its name; read them first, so the error names them.
+fn check_tls_files(url: &str) -> Result<(), StoreError> {
+    let query = url.split_once('?').map_or("", |(_, query)| query);
+    for (parameter, value) in query.split('&').filter_map(|pair| pair.split_once('=')) {
+        let is_file = matches!(
+            parameter,
+            "sslrootcert"
+                | "ssl-root-cert"
+                | "ssl-ca"
+                | "sslcert"
+                | "ssl-cert"
+                | "sslkey"
+                | "ssl-key"
+        );
+        if !is_file {
+            continue;
+        }
+        let path = percent_decoded(value);
+        if let Err(source) = std::fs::File::open(&path) {
+            return Err(StoreError::TlsFile {
+                parameter: parameter.to_string(),
+                path,
+                source,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `%2F`-style escapes in a URL's query value, decoded (`+` is left alone: paths keep it).
+fn percent_decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| value.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A failed connection: the server refused us (wrong password, no such database), TLS failed,
+/// or nothing answered. Each needs a different fix, so each is its own error.
 fn unreachable(url: &DatabaseUrl, error: sqlx::Error) -> StoreError {
+    let host_port = url.host_port();
     match &error {
+        // pg_hba.conf's answer to a client that did not ask for TLS where only TLS is allowed.
+        sqlx::Error::Database(refusal) if refusal.message().contains("no encryption") => {
+            StoreError::Tls {
+                host_port,
+                reason: refusal.message().replace('\n', " "),
+            }
+        }
         sqlx::Error::Database(refusal) => StoreError::Refused {
-            host_port: url.host_port(),
+            host_port,
             reason: refusal.message().replace('\n', " "),
         },
-        _ => StoreError::Unreachable {
-            host_port: url.host_port(),
-            reason: error.to_string().replace('\n', " "),
-        },
+        _ => {
+            let reason = error.to_string().replace('\n', " ");
+            // rustls' errors reach the driver as I/O errors on the TLS stream.
+            let tls = matches!(error, sqlx::Error::Tls(_))
+                || [
+                    "certificate",
+                    "fatal alert",
+                    "UnknownIssuer",
+                    "close_notify",
+                ]
+                .iter()
+                .any(|sign| reason.contains(sign));
+            if tls {
+                StoreError::Tls { host_port, reason }
+            } else {
+                StoreError::Unreachable { host_port, reason }
+            }
+        }
     }
 }
 
@@ -250,6 +348,36 @@ mod tests {
         );
         let bare = DatabaseUrl::new("postgres://u:p@h:5");
         assert_eq!(with_database(&bare, "t2").expose(), "postgres://u:p@h:5/t2");
+    }
+
+    #[test]
+    fn tls_files_the_url_names_must_be_readable_and_are_named_when_not() {
+        let dir = std::env::temp_dir();
+        let present = dir.join(format!("firstline-store-root-{}.crt", std::process::id()));
+        std::fs::write(&present, "x").expect("write");
+        let escaped = present.display().to_string().replace('/', "%2F");
+        check_tls_files(&format!(
+            "postgres://u:p@h:5/db?sslmode=verify-full&sslrootcert={escaped}"
+        ))
+        .expect("an escaped path to a file that exists");
+        let error = check_tls_files(
+            "postgres://u:p@h:5/db?sslmode=verify-full&sslcert=/nonexistent/client.crt",
+        )
+        .expect_err("missing");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("database.url sslcert `/nonexistent/client.crt`"),
+            "{text}"
+        );
+        check_tls_files("postgres://u:p@h:5/db").expect("no TLS files");
+        let _ = std::fs::remove_file(present);
+    }
+
+    #[test]
+    fn percent_escapes_decode_and_stray_percents_stay() {
+        assert_eq!(percent_decoded("%2Fetc%2Fca.pem"), "/etc/ca.pem");
+        assert_eq!(percent_decoded("100%"), "100%");
+        assert_eq!(percent_decoded("a%zzb"), "a%zzb");
     }
 
     #[test]

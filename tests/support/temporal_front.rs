@@ -19,10 +19,10 @@ use hyper::{Request, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
+
+use crate::accept_loop::AcceptLoop;
+use crate::test_ca::{ClientCredentials, TestCa};
 
 /// The name on the front's certificate (not its IP address: a client must be told the name).
 pub const SERVER_NAME: &str = "temporal.firstline.test";
@@ -44,12 +44,6 @@ struct Counts {
     handshakes_refused: AtomicU64,
 }
 
-/// Credentials a client may present, as PEM files.
-pub struct ClientCredentials {
-    pub cert_file: PathBuf,
-    pub key_file: PathBuf,
-}
-
 /// A running front; stops when dropped.
 pub struct TemporalFront {
     /// `https://127.0.0.1:PORT`.
@@ -62,50 +56,24 @@ pub struct TemporalFront {
     pub stranger: ClientCredentials,
     counts: Arc<Counts>,
     _dir: tempfile::TempDir,
-    accept: tokio::task::JoinHandle<()>,
+    _accept: AcceptLoop,
 }
 
 impl TemporalFront {
     /// Starts a front for the dev server at `upstream` (`http://host:port`).
     pub async fn start(upstream: &str, policy: FrontPolicy) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (ca, ca_pem) = issuer("firstline test CA");
-        let (stranger_ca, _) = issuer("someone else's CA");
+        let ca = TestCa::new("firstline test CA");
         let ca_file = dir.path().join("ca.pem");
-        std::fs::write(&ca_file, ca_pem).expect("writing the CA");
-        let client = credentials(&dir, "client", &ca);
-        let stranger = credentials(&dir, "stranger", &stranger_ca);
-
-        let server_key = KeyPair::generate().expect("key");
-        let server_cert = CertificateParams::new(vec![SERVER_NAME.to_string()])
-            .expect("params")
-            .signed_by(&server_key, &ca)
-            .expect("server certificate");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions");
-        let builder = if policy.client_certificate {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.add(ca.der().clone()).expect("the CA is a root");
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider,
-            )
-            .build()
-            .expect("client verifier");
-            builder.with_client_cert_verifier(verifier)
-        } else {
-            builder.with_no_client_auth()
-        };
-        let mut config = builder
-            .with_single_cert(
-                vec![CertificateDer::from(server_cert.der().to_vec())],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der())),
-            )
-            .expect("server TLS config");
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        ca.write_pem(&ca_file);
+        let client = ca.client_credentials(dir.path(), "client");
+        let stranger = TestCa::new("someone else's CA").client_credentials(dir.path(), "stranger");
+        let config = ca.server_config(
+            &[SERVER_NAME],
+            policy.client_certificate.then_some(&ca),
+            &[b"h2"],
+        );
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
 
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = format!("https://{}", listener.local_addr().expect("addr"));
@@ -115,14 +83,18 @@ impl TemporalFront {
                 .http2_only(true)
                 .build_http();
         let counts = Arc::new(Counts::default());
-        let accept = tokio::spawn(serve(
-            listener,
-            acceptor,
-            upstream_client,
-            upstream,
-            policy.api_key.map(|key| format!("Bearer {key}")),
-            Arc::clone(&counts),
-        ));
+        let authorization = policy.api_key.map(|key| format!("Bearer {key}"));
+        let shared = Arc::clone(&counts);
+        let accept = AcceptLoop::spawn(listener, move |tcp| {
+            serve(
+                tcp,
+                acceptor.clone(),
+                upstream_client.clone(),
+                upstream.clone(),
+                authorization.clone(),
+                Arc::clone(&shared),
+            )
+        });
         Self {
             address,
             ca_file,
@@ -130,7 +102,7 @@ impl TemporalFront {
             stranger,
             counts,
             _dir: dir,
-            accept,
+            _accept: accept,
         }
     }
 
@@ -150,60 +122,34 @@ impl TemporalFront {
     }
 }
 
-impl Drop for TemporalFront {
-    fn drop(&mut self) {
-        // Dropping the accept loop drops its JoinSet, which aborts every connection.
-        self.accept.abort();
-    }
-}
-
+/// One TLS connection: the handshake, then HTTP/2 requests, each checked and forwarded.
 async fn serve(
-    listener: TcpListener,
+    tcp: tokio::net::TcpStream,
     acceptor: tokio_rustls::TlsAcceptor,
     client: Client<HttpConnector, Incoming>,
     upstream: String,
     authorization: Option<String>,
     counts: Arc<Counts>,
 ) {
-    let mut connections = JoinSet::new();
-    loop {
-        let tcp = match listener.accept().await {
-            Ok((tcp, _)) => tcp,
-            // Out of descriptors, say: wait for connections to close rather than spin.
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // Reap finished connections so the set stays as small as the open ones.
-        while connections.try_join_next().is_some() {}
-        let acceptor = acceptor.clone();
-        let client = client.clone();
-        let upstream = upstream.clone();
-        let authorization = authorization.clone();
-        let counts = Arc::clone(&counts);
-        connections.spawn(async move {
-            let tls = match acceptor.accept(tcp).await {
-                Ok(tls) => tls,
-                Err(_) => {
-                    counts.handshakes_refused.fetch_add(1, Ordering::SeqCst);
-                    return;
-                }
-            };
-            let service = hyper::service::service_fn(move |request| {
-                forward(
-                    request,
-                    client.clone(),
-                    upstream.clone(),
-                    authorization.clone(),
-                    Arc::clone(&counts),
-                )
-            });
-            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(tls), service)
-                .await;
-        });
-    }
+    let tls = match acceptor.accept(tcp).await {
+        Ok(tls) => tls,
+        Err(_) => {
+            counts.handshakes_refused.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+    };
+    let service = hyper::service::service_fn(move |request| {
+        forward(
+            request,
+            client.clone(),
+            upstream.clone(),
+            authorization.clone(),
+            Arc::clone(&counts),
+        )
+    });
+    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(tls), service)
+        .await;
 }
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -251,40 +197,4 @@ fn grpc_status(status: u16, message: &str) -> Response<Body> {
         .header("grpc-message", message.replace(['\r', '\n'], " "))
         .body(Empty::new().map_err(|never| match never {}).boxed())
         .expect("a valid response")
-}
-
-fn issuer(name: &str) -> (CertifiedIssuer<'static, KeyPair>, String) {
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key"))
-        .expect("CA certificate");
-    let pem = issuer.pem();
-    (issuer, pem)
-}
-
-fn credentials(
-    dir: &tempfile::TempDir,
-    name: &str,
-    ca: &CertifiedIssuer<'static, KeyPair>,
-) -> ClientCredentials {
-    let key = KeyPair::generate().expect("key");
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, format!("firstline-{name}"));
-    params
-        .extended_key_usages
-        .push(rcgen::ExtendedKeyUsagePurpose::ClientAuth);
-    let cert = params.signed_by(&key, ca).expect("client certificate");
-    let cert_file = dir.path().join(format!("{name}.pem"));
-    let key_file = dir.path().join(format!("{name}.key"));
-    std::fs::write(&cert_file, cert.pem()).expect("writing the certificate");
-    std::fs::write(&key_file, key.serialize_pem()).expect("writing the key");
-    ClientCredentials {
-        cert_file,
-        key_file,
-    }
 }
