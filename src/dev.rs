@@ -17,6 +17,7 @@ use firstline_lab::server::LabHandle;
 use firstline_slack::standin::state::INCIDENTS;
 use firstline_stack::{Addresses, Stack, StackConfig};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -71,10 +72,17 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
             lab = start_lab(&settings, &mut worker_settings).await;
         }
         let started = async {
-            let worker =
-                crate::worker::start_worker(&worker_settings, worker_cancel.clone()).await?;
+            // One model for both: its weights are read and held once.
+            let model = crate::embedding::load(&worker_settings, None).await?;
+            let worker = crate::worker::start_worker(
+                &worker_settings,
+                Arc::clone(&model),
+                worker_cancel.clone(),
+            )
+            .await?;
             let embedder =
-                crate::embedder::start_embedder(&worker_settings, worker_cancel.clone()).await?;
+                crate::embedder::start_embedder(&worker_settings, model, worker_cancel.clone())
+                    .await?;
             anyhow::Ok((worker, embedder))
         };
         match started.await {

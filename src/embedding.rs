@@ -10,19 +10,13 @@ use firstline_embed::Embedder;
 use sqlx::PgPool;
 
 /// The configured model, probed once, and (with `pool`) checked against the vector columns.
+/// A process that runs several parts (`firstline dev`) loads it once and hands it to each.
 pub async fn load(settings: &Settings, pool: Option<&PgPool>) -> anyhow::Result<Arc<dyn Embedder>> {
     let embedder = firstline_embed::from_settings(&settings.embedding, &settings.dev.tools_dir)
         .await
         .context("loading the embedding model (embedding.*)")?;
     if let Some(pool) = pool {
-        firstline_store::embeddings::check_dimensions(
-            pool,
-            embedder.model(),
-            embedder.dimensions(),
-        )
-        .await
-        .map_err(anyhow::Error::msg)
-        .context("checking the embedding model against the database")?;
+        check(pool, embedder.as_ref()).await?;
     }
     tracing::info!(
         model = embedder.model(),
@@ -30,4 +24,12 @@ pub async fn load(settings: &Settings, pool: Option<&PgPool>) -> anyhow::Result<
         "embedding model ready"
     );
     Ok(embedder)
+}
+
+/// Whether `embedder`'s vectors fit the database's vector columns.
+pub async fn check(pool: &PgPool, embedder: &dyn Embedder) -> anyhow::Result<()> {
+    firstline_store::embeddings::check_dimensions(pool, embedder.model(), embedder.dimensions())
+        .await
+        .map_err(anyhow::Error::msg)
+        .context("checking the embedding model against the database")
 }

@@ -660,6 +660,25 @@ fn trigger_secrets(auth: &Value) -> Vec<(&str, &str, &str)> {
         .collect()
 }
 
+/// The volume of Secret `secret` in `workload`'s pod and where its container mounts it.
+fn secret_mount<'a>(workload: &'a Value, secret: &str) -> (&'a Value, &'a str) {
+    let id = name(workload);
+    let volume = pod_spec(workload)["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["secret"]["secretName"] == secret)
+        .unwrap_or_else(|| panic!("{id} mounts {secret}"));
+    let path = container(workload)["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == volume["name"])
+        .and_then(|m| m["mountPath"].as_str())
+        .unwrap_or_else(|| panic!("{id} mounts the {secret} volume at a path"));
+    (volume, path)
+}
+
 #[test]
 fn the_scaler_authenticates_to_temporal_with_the_workers_own_credentials() {
     let worker = find(
@@ -689,20 +708,8 @@ fn the_scaler_authenticates_to_temporal_with_the_workers_own_credentials() {
             "{id}: plaintext installs have no key"
         );
         // The client certificate: the Secret mounted where firstline.toml's example points.
-        let volume = pod_spec(deployment)["volumes"]
-            .as_array()
-            .expect("volumes")
-            .iter()
-            .find(|v| v["secret"]["secretName"] == "firstline-temporal-tls")
-            .unwrap_or_else(|| panic!("{id} mounts firstline-temporal-tls"));
+        let (volume, path) = secret_mount(deployment, "firstline-temporal-tls");
         assert_eq!(volume["secret"]["optional"], true, "{id}");
-        let mount = container(deployment)["volumeMounts"]
-            .as_array()
-            .expect("volumeMounts")
-            .iter()
-            .find(|m| m["name"] == volume["name"])
-            .unwrap_or_else(|| panic!("{id} mounts the TLS volume"));
-        let path = mount["mountPath"].as_str().expect("a path");
         for file in ["tls.crt", "tls.key", "ca.crt"] {
             assert!(
                 config.contains(&format!("\"{path}/{file}\"")),
@@ -749,23 +756,11 @@ fn every_pod_that_reads_the_database_can_verify_its_tls() {
                 continue;
             }
             seen += 1;
-            let volume = pod_spec(workload)["volumes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|v| v["secret"]["secretName"] == "firstline-database-tls")
-                .unwrap_or_else(|| panic!("{id} mounts firstline-database-tls"));
+            let (volume, path) = secret_mount(workload, "firstline-database-tls");
             assert_eq!(
                 volume["secret"]["optional"], true,
                 "{id}: plaintext installs have none"
             );
-            let mount = container(workload)["volumeMounts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|m| m["name"] == volume["name"])
-                .unwrap_or_else(|| panic!("{id} mounts the database TLS volume"));
-            let path = mount["mountPath"].as_str().expect("a path");
             assert!(
                 docs.contains(&format!("sslrootcert={path}/root.crt")),
                 "docs/deploy.md's example URL points into {path} ({id})"
@@ -1111,15 +1106,20 @@ fn the_deployments_fit_the_processes() {
     }
 }
 
-#[test]
-fn images_and_versions_agree_everywhere() {
-    let dockerfile = read("Dockerfile");
-    let setup = read("scripts/setup");
-    let kmcp_version = setup
+/// The kubernetes-mcp-server version `scripts/setup` pins.
+fn kmcp_version() -> String {
+    read("scripts/setup")
         .lines()
         .find_map(|l| l.strip_prefix("KMCP_VERSION=\""))
         .and_then(|rest| rest.strip_suffix('"'))
-        .expect("scripts/setup pins kubernetes-mcp-server");
+        .expect("scripts/setup pins kubernetes-mcp-server")
+        .to_string()
+}
+
+#[test]
+fn images_and_versions_agree_everywhere() {
+    let dockerfile = read("Dockerfile");
+    let kmcp_version = kmcp_version();
     assert!(
         dockerfile.contains(&format!("kubernetes-mcp-server@{kmcp_version}")),
         "the Dockerfile builds kubernetes-mcp-server {kmcp_version}"
@@ -1293,8 +1293,13 @@ fn kubernetes_mcp_server_reads_only_what_the_investigation_reads() {
 // --- Slack ---------------------------------------------------------------------------------------
 
 /// Every production source file of the workspace (no tests, no Slack stand-in, which implements
-/// the methods rather than calling them), with its inline test module cut off.
-fn production_sources() -> Vec<(PathBuf, String)> {
+/// the methods rather than calling them), with its inline test module cut off; read once.
+fn production_sources() -> &'static [(PathBuf, String)] {
+    static SOURCES: OnceLock<Vec<(PathBuf, String)>> = OnceLock::new();
+    SOURCES.get_or_init(read_production_sources)
+}
+
+fn read_production_sources() -> Vec<(PathBuf, String)> {
     let skip = [
         "target",
         ".tools",
@@ -1673,13 +1678,8 @@ fn the_image_assembles_without_an_engine_and_runs() {
         "firstline migrate in the image:\n{report}"
     );
 
-    let setup = read("scripts/setup");
-    let kmcp_version = setup
-        .lines()
-        .find_map(|l| l.strip_prefix("KMCP_VERSION=\""))
-        .and_then(|rest| rest.strip_suffix('"'))
-        .expect("scripts/setup pins kubernetes-mcp-server");
-    let bundle = unpack("kubernetes-mcp-server", kmcp_version);
+    let kmcp_version = kmcp_version();
+    let bundle = unpack("kubernetes-mcp-server", &kmcp_version);
     let output = in_image(
         &bundle.join("rootfs"),
         &["/usr/local/bin/kubernetes-mcp-server", "--version"],
@@ -1689,7 +1689,7 @@ fn the_image_assembles_without_an_engine_and_runs() {
         "kubernetes-mcp-server --version:\n{}",
         text_of(&output)
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains(kmcp_version));
+    assert!(String::from_utf8_lossy(&output.stdout).contains(&kmcp_version));
 }
 
 // --- operating docs ------------------------------------------------------------------------------

@@ -166,12 +166,7 @@ async fn unreadable_records_are_skipped_and_counted_and_never_block_the_partitio
     wait_all_embedded(&app, 1).await;
 
     // Garbage on the thread's own partition (same key), between two good records.
-    let key: String = sqlx::query_scalar(
-        "SELECT team_id || '/' || channel_id || '/' || thread_ts FROM threads LIMIT 1",
-    )
-    .fetch_one(&app.db.pool)
-    .await
-    .expect("the thread's key");
+    let key = app.thread_key(&alert).kafka_key();
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", &app.settings.kafka.brokers)
         .create()

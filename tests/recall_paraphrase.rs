@@ -34,27 +34,10 @@ async fn remember(
     let mut ids = BTreeMap::new();
     let mut vectors_for = Vec::new();
     for (i, past) in incidents.iter().enumerate() {
-        let id: i64 = sqlx::query_scalar(
-            "WITH t AS (INSERT INTO threads (team_id, channel_id, thread_ts, status, resolved_at)
-                        VALUES ($1, 'CPAST', $2, 'resolved', now()) RETURNING id)
-             INSERT INTO incidents (thread_id, team_id, alertname, service, namespace, title,
-                                    summary, root_cause, resolution, resolved_at)
-             SELECT id, $1, $3, $4, $5, $6, $7, $8, $9, now() - make_interval(days => $10) FROM t
-             RETURNING id",
-        )
-        .bind(&past.team)
-        .bind(format!("1700000000.{i:06}"))
-        .bind(&past.alertname)
-        .bind(&past.service)
-        .bind(&past.namespace)
-        .bind(&past.title)
-        .bind(&past.summary)
-        .bind(&past.root_cause)
-        .bind(&past.resolution)
-        .bind(i as i32 + 1)
-        .fetch_one(pool)
-        .await
-        .expect("inserting an incident");
+        let resolved_at = chrono::Utc::now() - chrono::Duration::days(i as i64 + 1);
+        let id = past
+            .record(pool, &past.team, &format!("1700000000.{i:06}"), resolved_at)
+            .await;
         ids.insert(id, past.id.clone());
         vectors_for.push((id, past.text()));
     }
@@ -64,11 +47,9 @@ async fn remember(
         .await
         .expect("embedding the incidents");
     let pairs: Vec<(i64, Vec<f32>)> = vectors_for.iter().map(|(id, _)| *id).zip(vectors).collect();
-    let mut tx = pool.begin().await.expect("tx");
-    embeddings::set_incidents(&mut tx, embedder.model(), &pairs)
+    embeddings::write(pool, embedder.model(), &[], &pairs)
         .await
         .expect("writing vectors");
-    tx.commit().await.expect("commit");
     ids
 }
 

@@ -300,13 +300,7 @@ async fn the_worker_reports_health_and_metrics_and_finishes_its_activity_on_sigt
     let health = app.worker_health[first].clone();
     assert_eq!(http_get(&health).await, (200, "ok\n".to_string()));
     let alert = app.post_alert(None).await;
-    firstline_testkit::wait_for("round 1's first step", ROUND, || async {
-        (app.count("SELECT count(*) FROM round_checkpoints WHERE step = 1")
-            .await
-            == 1)
-            .then_some(())
-    })
-    .await;
+    app.wait_step_one_stored(ROUND).await;
     assert!(
         app.terminate_worker(first).await,
         "the worker exits cleanly on SIGTERM"

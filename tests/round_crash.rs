@@ -156,13 +156,7 @@ async fn a_stalled_worker_that_wakes_up_late_is_fenced_off() {
         .start_worker(Some("round.graph.after_step=1*return(3000)"))
         .await;
     let alert = app.post_alert(None).await;
-    firstline_testkit::wait_for("step 1 stored", ROUND, || async {
-        (app.count("SELECT count(*) FROM round_checkpoints WHERE step = 1")
-            .await
-            == 1)
-            .then_some(())
-    })
-    .await;
+    app.wait_step_one_stored(ROUND).await;
     app.signal_worker(stalled, Signal::SIGSTOP);
     app.start_worker(None).await;
     firstline_testkit::wait_for("the retry to take the round over", ROUND, || async {

@@ -245,18 +245,6 @@ fn identity(pid: u32) -> String {
     format!("firstline-worker@{pid}")
 }
 
-/// Waits until the thread's round has stored its step-1 checkpoint (investigate ∥ recall), where
-/// the first worker's failpoint holds it.
-async fn wait_held(app: &RoundApp) {
-    firstline_testkit::wait_for("step 1 stored", ROUND, || async {
-        (app.count("SELECT count(*) FROM round_checkpoints WHERE step = 1")
-            .await
-            == 1)
-            .then_some(())
-    })
-    .await;
-}
-
 /// Waits for worker `index`, sent SIGTERM at `signalled`, to exit; asserts it exited cleanly
 /// and returns how long it took from the signal.
 async fn exited(app: &mut RoundApp, index: usize, signalled: Instant) -> Duration {
@@ -301,7 +289,8 @@ async fn a_worker_stopped_mid_round_hands_the_round_back_after_its_grace() {
         .await;
     let first_pid = app.worker_pid(first);
     let alert = app.post_alert(None).await;
-    wait_held(&app).await;
+    // The first worker's failpoint holds the round at its step-1 checkpoint.
+    app.wait_step_one_stored(ROUND).await;
     // The round is running: a started activity is not in the backlog, so the scaler reads 0
     // (hence a cooldownPeriod longer than the longest round).
     let running = wait_backlog(&client, &app, "read 0 during the round", |b| b.total() == 0).await;
@@ -365,7 +354,8 @@ async fn a_worker_stopped_mid_round_finishes_it_within_its_grace() {
         .await;
     let first_pid = app.worker_pid(first);
     let alert = app.post_alert(None).await;
-    wait_held(&app).await;
+    // The first worker's failpoint holds the round at its step-1 checkpoint.
+    app.wait_step_one_stored(ROUND).await;
     // Scaled down while the round is held at step 1 (step 2 not stored yet); the replacement
     // worker starts while the first one is stopping.
     assert_eq!(

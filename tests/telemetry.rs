@@ -32,11 +32,7 @@ async fn a_rounds_activity_node_and_tool_spans_reach_a_real_collector_with_their
     let alert = app.post_alert(None).await;
     let rounds = app.wait_rounds(&alert, 1, ROUND).await;
     assert!(rounds[0].tool_calls > 0, "{rounds:?}");
-    let thread = format!(
-        "{}/{}/{alert}",
-        firstline_slack::standin::state::TEAM_ID,
-        app.channel
-    );
+    let thread = app.thread_key(&alert).kafka_key();
 
     // Spans are exported while the worker runs: the whole round arrives, its run_graph activity
     // (with the first tool call of the worker's MCP session under it) included.

@@ -359,34 +359,23 @@ async fn main() {
     }
     let set = paraphrases::load();
     let mut names = std::collections::BTreeMap::new();
+    let mut vectors = Vec::new();
     for (i, past) in set.past.iter().chain(&set.distractors).enumerate() {
         let team = if past.team == "T1" { TEAM } else { "TOTHER" };
-        let text = past.text();
-        let vector = embedder.embed(&[text]).await.expect("embedding").remove(0);
-        let id: i64 = sqlx::query_scalar(
-            "WITH t AS (INSERT INTO threads (team_id, channel_id, thread_ts, status, resolved_at)
-                        VALUES ($1, 'CPAST', $2, 'resolved', now()) RETURNING id)
-             INSERT INTO incidents (thread_id, team_id, alertname, service, namespace, title,
-                summary, root_cause, resolution, resolved_at, embedding, embedding_model)
-             SELECT id, $1, $3, $4, $5, $6, $7, $8, $9, now(), $10::text::vector, $11 FROM t
-             RETURNING id",
-        )
-        .bind(team)
-        .bind(format!("3.{i}"))
-        .bind(&past.alertname)
-        .bind(&past.service)
-        .bind(&past.namespace)
-        .bind(&past.title)
-        .bind(&past.summary)
-        .bind(&past.root_cause)
-        .bind(&past.resolution)
-        .bind(vector_literal(&vector))
-        .bind(embedder.model())
-        .fetch_one(&pool)
-        .await
-        .expect("paraphrase incident");
+        let vector = embedder
+            .embed(&[past.text()])
+            .await
+            .expect("embedding")
+            .remove(0);
+        let id = past
+            .record(&pool, team, &format!("3.{i}"), chrono::Utc::now())
+            .await;
         names.insert(id, past.id.clone());
+        vectors.push((id, vector));
     }
+    firstline_store::embeddings::write(&pool, embedder.model(), &[], &vectors)
+        .await
+        .expect("paraphrase vectors");
     rows.push((
         format!("insert {incidents} incidents (no vector index)"),
         format!("{:.1} s", inserted.elapsed().as_secs_f64()),

@@ -44,8 +44,8 @@ pub trait Embedder: Send + Sync + std::fmt::Debug + 'static {
 
 /// The embedder `settings` describe: the endpoint when `base_url` is set, else the local model
 /// (found under `tools_dir` unless `model_dir` says where). Its vectors are checked to have
-/// `settings.dimensions` numbers by one probe, so a mismatch fails here, at start-up, with both
-/// numbers — not at the first insert.
+/// `settings.dimensions` numbers (an endpoint's by one probe), so a mismatch fails here, at
+/// start-up, with both numbers — not at the first insert.
 pub async fn from_settings(
     settings: &firstline_config::EmbeddingSettings,
     tools_dir: &std::path::Path,
@@ -74,17 +74,23 @@ pub async fn from_settings(
                 })??;
         std::sync::Arc::new(local)
     };
-    let probe = embedder.embed(&["dimension probe".to_string()]).await?;
-    let got = probe.first().map_or(0, Vec::len);
-    if got != expected || embedder.dimensions() != expected {
-        return Err(EmbedError::Dimensions {
-            expected,
-            got: if got != expected {
-                got
-            } else {
-                embedder.dimensions()
-            },
-        });
+    let got = if settings.remote() {
+        // One probe makes an endpoint's wrong size a start-up error (its `embed` checks each
+        // vector against `expected`); the local model's size is fixed by its weights.
+        let probe = embedder.embed(&["dimension probe".to_string()]).await?;
+        probe.first().map_or(0, Vec::len)
+    } else {
+        embedder.dimensions()
+    };
+    if got != expected {
+        return Err(EmbedError::Dimensions { expected, got });
     }
     Ok(embedder)
+}
+
+/// Scales `vector` to unit length, as sentence-transformers' Normalize does (dividing by
+/// max(‖v‖, 1e-12)): cosine distance in pgvector assumes unit vectors.
+pub(crate) fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    vector.iter_mut().for_each(|x| *x /= norm);
 }

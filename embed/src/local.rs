@@ -15,6 +15,8 @@ use crate::{EmbedError, Embedder};
 pub struct LocalEmbedder {
     model: Arc<MiniLm>,
     batch_size: usize,
+    /// Batches run at once: the CPUs, counted once at load.
+    parallelism: usize,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -33,6 +35,7 @@ impl LocalEmbedder {
         Ok(Self {
             model: Arc::new(model),
             batch_size: batch_size.max(1),
+            parallelism: std::thread::available_parallelism().map_or(1, usize::from),
         })
     }
 
@@ -73,10 +76,9 @@ impl Embedder for LocalEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let mut vectors = Vec::with_capacity(texts.len());
         let batches: Vec<&[String]> = texts.chunks(self.batch_size).collect();
-        for wave in batches.chunks(cpus) {
+        for wave in batches.chunks(self.parallelism) {
             let running = wave.iter().map(|batch| {
                 let model = Arc::clone(&self.model);
                 let batch = batch.to_vec();

@@ -62,11 +62,8 @@ impl Embedder for RemoteEmbedder {
                         got: vector.len(),
                     });
                 }
-                // Cosine distance assumes unit vectors; endpoints do not all promise them.
-                let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-                if norm > 0.0 {
-                    vector.iter_mut().for_each(|x| *x /= norm);
-                }
+                // Endpoints do not all promise unit vectors.
+                crate::normalize(&mut vector);
                 vectors.push(vector);
             }
         }

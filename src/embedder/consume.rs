@@ -49,10 +49,11 @@ pub struct EmbedderHandle {
 /// columns fails here), and joins the consumer group.
 pub async fn start_embedder(
     settings: &Settings,
+    embedder: Arc<dyn Embedder>,
     cancel: CancellationToken,
 ) -> anyhow::Result<EmbedderHandle> {
     let pool = firstline_store::connect(&settings.database).await?;
-    let embedder = crate::embedding::load(settings, Some(&pool)).await?;
+    crate::embedding::check(&pool, embedder.as_ref()).await?;
     let mut config = ClientConfig::new();
     if !settings.embedder.instance_id.trim().is_empty() {
         // Static membership: a restarted member takes its place at once instead of waiting for
@@ -230,14 +231,8 @@ impl EmbedderHandle {
             incidents.keys().copied().zip(vectors).collect();
         let model = self.embedder.model();
         let (messages_written, incidents_written) = self
-            .retrying("write", || async {
-                let mut tx = self.pool.begin().await?;
-                let messages =
-                    embeddings::upsert_messages(&mut tx, model, &message_vectors).await?;
-                let incidents =
-                    embeddings::set_incidents(&mut tx, model, &incident_vectors).await?;
-                tx.commit().await?;
-                Ok::<_, sqlx::Error>((messages, incidents))
+            .retrying("write", || {
+                embeddings::write(&self.pool, model, &message_vectors, &incident_vectors)
             })
             .await
             .context("writing a batch's vectors")?;

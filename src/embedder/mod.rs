@@ -56,7 +56,8 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let embedder = start_embedder(&settings, cancel.clone()).await?;
+    let model = crate::embedding::load(&settings, None).await?;
+    let embedder = start_embedder(&settings, model, cancel.clone()).await?;
     println!("embedder  http://{}/healthz", embedder.http_addr);
     println!(
         "embedder  topic {} as group {}",

@@ -6,13 +6,11 @@
 
 use anyhow::Context as _;
 use firstline_config::Settings;
-use firstline_embed::Embedder;
-use firstline_store::PgPool;
 use firstline_store::embeddings;
 use tokio_util::sync::CancellationToken;
 
 /// What a run did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Reindexed {
     pub model: String,
     pub incidents: u64,
@@ -32,53 +30,52 @@ pub async fn run(settings: &Settings, cancel: CancellationToken) -> anyhow::Resu
         messages: 0,
         interrupted: false,
     };
-    let mut after = 0;
-    while !cancel.is_cancelled() {
-        let rows = embeddings::incidents_to_embed(&pool, embedder.model(), after, batch)
-            .await
-            .context("reading incidents to embed")?;
-        let Some(last) = rows.last() else { break };
-        after = last.id;
-        let texts = rows.iter().map(|row| row.text()).collect();
-        let ids = rows.iter().map(|row| row.id).collect();
-        done.incidents += write(&pool, embedder.as_ref(), ids, texts, Table::Incidents).await?;
-    }
-    after = 0;
-    while !cancel.is_cancelled() {
-        let rows = embeddings::messages_to_embed(&pool, embedder.model(), after, batch)
-            .await
-            .context("reading messages to embed")?;
-        let Some(last) = rows.last() else { break };
-        after = last.id;
-        let ids = rows.iter().map(|row| row.id).collect();
-        let texts = rows.into_iter().map(|row| row.text).collect();
-        done.messages += write(&pool, embedder.as_ref(), ids, texts, Table::Messages).await?;
+    for table in [Table::Incidents, Table::Messages] {
+        let mut after = 0;
+        while !cancel.is_cancelled() {
+            let rows = match table {
+                Table::Incidents => {
+                    embeddings::incidents_to_embed(&pool, embedder.model(), after, batch).await
+                }
+                Table::Messages => {
+                    embeddings::messages_to_embed(&pool, embedder.model(), after, batch).await
+                }
+            }
+            .with_context(|| format!("reading {} to embed", table.name()))?;
+            let Some(last) = rows.last() else { break };
+            after = last.id;
+            let (ids, texts): (Vec<i64>, Vec<String>) =
+                rows.into_iter().map(|row| (row.id, row.text)).unzip();
+            let vectors = embedder.embed(&texts).await.context("embedding")?;
+            let pairs: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(vectors).collect();
+            let none: &[(i64, Vec<f32>)] = &[];
+            let (messages, incidents) = match table {
+                Table::Incidents => (none, &pairs[..]),
+                Table::Messages => (&pairs[..], none),
+            };
+            let (messages, incidents) =
+                embeddings::write(&pool, embedder.model(), messages, incidents).await?;
+            done.messages += messages;
+            done.incidents += incidents;
+        }
     }
     done.interrupted = cancel.is_cancelled();
     pool.close().await;
     Ok(done)
 }
 
+/// The two tables, incidents first: recall reads them.
+#[derive(Clone, Copy)]
 enum Table {
     Incidents,
     Messages,
 }
 
-/// Embeds `texts` and writes them under `ids` in one transaction; returns the rows written.
-async fn write(
-    pool: &PgPool,
-    embedder: &dyn Embedder,
-    ids: Vec<i64>,
-    texts: Vec<String>,
-    table: Table,
-) -> anyhow::Result<u64> {
-    let vectors = embedder.embed(&texts).await.context("embedding")?;
-    let pairs: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(vectors).collect();
-    let mut tx = pool.begin().await?;
-    let written = match table {
-        Table::Incidents => embeddings::set_incidents(&mut tx, embedder.model(), &pairs).await?,
-        Table::Messages => embeddings::upsert_messages(&mut tx, embedder.model(), &pairs).await?,
-    };
-    tx.commit().await?;
-    Ok(written)
+impl Table {
+    fn name(self) -> &'static str {
+        match self {
+            Table::Incidents => "incidents",
+            Table::Messages => "messages",
+        }
+    }
 }

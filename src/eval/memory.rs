@@ -57,9 +57,7 @@ pub async fn insert_past_incidents(
                     .await
                     .map_err(|e| sqlx::Error::Protocol(format!("embedding: {e}")))?;
                 let pairs: Vec<(i64, Vec<f32>)> = vectors.into_iter().map(|v| (id, v)).collect();
-                let mut tx = pool.begin().await?;
-                embeddings::set_incidents(&mut tx, embedder.model(), &pairs).await?;
-                tx.commit().await?;
+                embeddings::write(pool, embedder.model(), &[], &pairs).await?;
             }
             Ok::<_, sqlx::Error>(())
         };

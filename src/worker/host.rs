@@ -69,6 +69,7 @@ pub struct WorkerHandle {
 /// Connects to Postgres and Temporal and registers the workflow and activities.
 pub async fn start_worker(
     settings: &Settings,
+    embedder: Arc<dyn firstline_embed::Embedder>,
     cancel: CancellationToken,
 ) -> Result<WorkerHandle, WorkerError> {
     let pool = firstline_store::connect(&settings.database).await?;
@@ -82,7 +83,7 @@ pub async fn start_worker(
         SLACK_TIMEOUT,
     ));
     let model = ModelPath::from_settings(&settings.llm)?;
-    let embedder = crate::embedding::load(settings, Some(&pool))
+    crate::embedding::check(&pool, embedder.as_ref())
         .await
         .map_err(WorkerError::Embedding)?;
     let activities = Activities::new(Deps {

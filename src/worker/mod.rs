@@ -18,7 +18,8 @@ pub struct Args {}
 pub async fn run(settings: Settings, _args: Args) -> anyhow::Result<ExitCode> {
     let mut service = Service::prepare(&settings).await?;
     let cancel = CancellationToken::new();
-    let worker = start_worker(&settings, cancel.clone()).await?;
+    let embedder = crate::embedding::load(&settings, None).await?;
+    let worker = start_worker(&settings, embedder, cancel.clone()).await?;
     println!("worker    http://{}/healthz", worker.http_addr);
     println!("worker    task queue {}", settings.temporal.task_queue);
     service.run_until_stopped(worker.run(), &cancel).await?;

@@ -10,7 +10,7 @@ use crate::incidents::vector_literal;
 
 /// Message kinds worth embedding: what people wrote. Alerts are embedded through the incidents
 /// they become; bot echoes, edits and deletions are not conversation.
-pub const PERSON_KINDS: &[&str] = &["mention", "chatter"];
+const PERSON_KINDS: &[&str] = &["mention", "chatter"];
 
 /// Whether a message with this kind, author and text is a person's words worth a vector.
 pub fn is_person_message(
@@ -25,7 +25,7 @@ pub fn is_person_message(
 /// Writes message vectors (skipping messages no longer in the table, e.g. after retention);
 /// returns how many rows were inserted or changed. A vector of the same model already there is
 /// left alone.
-pub async fn upsert_messages(
+async fn upsert_messages(
     tx: &mut Transaction<'_, Postgres>,
     model: &str,
     vectors: &[(i64, Vec<f32>)],
@@ -52,7 +52,7 @@ pub async fn upsert_messages(
 }
 
 /// Writes incident vectors; returns how many incidents changed.
-pub async fn set_incidents(
+async fn set_incidents(
     tx: &mut Transaction<'_, Postgres>,
     model: &str,
     vectors: &[(i64, Vec<f32>)],
@@ -72,6 +72,21 @@ pub async fn set_incidents(
     .execute(&mut **tx)
     .await?;
     Ok(written.rows_affected())
+}
+
+/// Writes message and incident vectors of `model` in one transaction; returns how many of each
+/// were written. What the embedder, `--reindex` and `eval` all do with a batch.
+pub async fn write(
+    pool: &PgPool,
+    model: &str,
+    messages: &[(i64, Vec<f32>)],
+    incidents: &[(i64, Vec<f32>)],
+) -> Result<(u64, u64), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let messages = upsert_messages(&mut tx, model, messages).await?;
+    let incidents = set_incidents(&mut tx, model, incidents).await?;
+    tx.commit().await?;
+    Ok((messages, incidents))
 }
 
 /// `(ids, vector literals)`, the two arrays the upserts `unnest`.
@@ -112,15 +127,15 @@ pub async fn messages_to_embed(
     .await
 }
 
-/// Incidents after `after_id` without a vector of `model`, in id order, with the fields
-/// `firstline_model::incident_text` reads.
+/// Incidents after `after_id` without a vector of `model`, in id order, with the text
+/// `firstline_model::incident_text` makes of them.
 pub async fn incidents_to_embed(
     pool: &PgPool,
     model: &str,
     after_id: i64,
     limit: i64,
-) -> Result<Vec<IncidentFields>, sqlx::Error> {
-    sqlx::query_as(
+) -> Result<Vec<Pending>, sqlx::Error> {
+    let rows: Vec<IncidentFields> = sqlx::query_as(
         "SELECT id, title, root_cause, resolution, summary, alertname, service FROM incidents
          WHERE id > $2 AND embedding_model IS DISTINCT FROM $1
          ORDER BY id
@@ -130,37 +145,38 @@ pub async fn incidents_to_embed(
     .bind(after_id)
     .bind(limit)
     .fetch_all(pool)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| Pending {
+            id: row.id,
+            // The text recall compares: the same as the incident's topic record carries.
+            text: firstline_model::incident_text(
+                &row.title,
+                &row.root_cause,
+                &row.resolution,
+                &row.summary,
+                row.alertname.as_deref(),
+                row.service.as_deref(),
+            ),
+        })
+        .collect())
 }
 
 /// What an incident is embedded from.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct IncidentFields {
-    pub id: i64,
-    pub title: String,
-    pub root_cause: String,
-    pub resolution: String,
-    pub summary: String,
-    pub alertname: Option<String>,
-    pub service: Option<String>,
-}
-
-impl IncidentFields {
-    /// The text recall compares: the same as the incident's topic record carries.
-    pub fn text(&self) -> String {
-        firstline_model::incident_text(
-            &self.title,
-            &self.root_cause,
-            &self.resolution,
-            &self.summary,
-            self.alertname.as_deref(),
-            self.service.as_deref(),
-        )
-    }
+#[derive(sqlx::FromRow)]
+struct IncidentFields {
+    id: i64,
+    title: String,
+    root_cause: String,
+    resolution: String,
+    summary: String,
+    alertname: Option<String>,
+    service: Option<String>,
 }
 
 /// The declared length of each vector column recall uses, `(table.column, dimensions)`.
-pub async fn vector_columns(pool: &PgPool) -> Result<Vec<(String, i32)>, sqlx::Error> {
+async fn vector_columns(pool: &PgPool) -> Result<Vec<(String, i32)>, sqlx::Error> {
     // pgvector stores a `vector(n)` column's n as its type modifier.
     sqlx::query_as(
         "SELECT c.relname || '.' || a.attname, a.atttypmod

@@ -213,15 +213,16 @@ pub async fn search(
     limit: u32,
 ) -> Result<Vec<IncidentHit>, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    // The team (and model) filter is applied to the HNSW scan's output; iterative scans keep
-    // reading the index until enough rows pass it, instead of returning too few.
-    sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        .execute(&mut *tx)
-        .await?;
-    // A generic plan of this statement cannot see the query vector and may not use the index.
-    sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
-        .execute(&mut *tx)
-        .await?;
+    // Both for this transaction only, in one round trip. The team (and model) filter is applied
+    // to the HNSW scan's output; iterative scans keep reading the index until enough rows pass
+    // it, instead of returning too few. A generic plan of the statement cannot see the query
+    // vector and may not use the index.
+    sqlx::query(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                set_config('plan_cache_mode', 'force_custom_plan', true)",
+    )
+    .execute(&mut *tx)
+    .await?;
     let hits = sqlx::query_as(SEARCH_SQL)
         .bind(&search.team_id)
         .bind(&search.text)

@@ -216,6 +216,7 @@ fn explain(error: &ClientConnectError, settings: &TemporalSettings) -> String {
         ClientConnectError::TonicTransportError(transport) => with_causes(transport),
         other => with_causes(other),
     };
+    let lower = text.to_lowercase();
     let hint = if text.starts_with("Unauthenticated") || text.starts_with("PermissionDenied") {
         Some("check temporal.api_key (or the client certificate) and temporal.namespace")
     } else if text.contains("UnknownIssuer") {
@@ -234,7 +235,7 @@ fn explain(error: &ClientConnectError, settings: &TemporalSettings) -> String {
             "peer closed",
         ]
         .iter()
-        .any(|sign| text.to_lowercase().contains(sign))
+        .any(|sign| lower.contains(sign))
     {
         // TLS 1.3 checks the client's certificate after the client thinks the handshake is
         // done, so a refusal arrives as an alert or as the connection closing, racing the call.

@@ -42,6 +42,47 @@ impl Past {
     }
 }
 
+impl Past {
+    /// Records it in workspace `team` as the incident of a resolved thread `thread_ts`, through
+    /// the store's own insert; returns `incidents.id`.
+    pub async fn record(
+        &self,
+        pool: &sqlx::PgPool,
+        team: &str,
+        thread_ts: &str,
+        resolved_at: chrono::DateTime<chrono::Utc>,
+    ) -> i64 {
+        let mut conn = pool.acquire().await.expect("a connection");
+        let thread_id: i64 = sqlx::query_scalar(
+            "INSERT INTO threads (team_id, channel_id, thread_ts, status, resolved_at)
+             VALUES ($1, 'CPAST', $2, 'resolved', $3) RETURNING id",
+        )
+        .bind(team)
+        .bind(thread_ts)
+        .bind(resolved_at)
+        .fetch_one(&mut *conn)
+        .await
+        .expect("inserting the past thread");
+        let incident = firstline_store::incidents::NewIncident {
+            thread_id,
+            team_id: team.to_string(),
+            permalink: None,
+            alertname: self.alertname.clone(),
+            service: self.service.clone(),
+            namespace: self.namespace.clone(),
+            title: self.title.clone(),
+            summary: self.summary.clone(),
+            root_cause: self.root_cause.clone(),
+            resolution: self.resolution.clone(),
+            resolved_at,
+        };
+        firstline_store::incidents::insert(&mut conn, &incident)
+            .await
+            .expect("inserting an incident")
+            .expect("a new thread has no incident yet")
+    }
+}
+
 /// A new alert and the past incident it must find.
 #[derive(Debug, Deserialize)]
 pub struct Query {

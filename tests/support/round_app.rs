@@ -462,14 +462,18 @@ impl RoundApp {
         .unwrap_or_default()
     }
 
-    /// The workflow id of the thread.
-    pub fn workflow_id(&self, thread_ts: &str) -> String {
+    /// The key of the thread the alert `thread_ts` started, in the test's channel.
+    pub fn thread_key(&self, thread_ts: &str) -> firstline_model::ThreadKey {
         firstline_model::ThreadKey {
             team_id: firstline_slack::standin::state::TEAM_ID.to_string(),
             channel_id: self.channel.clone(),
             thread_ts: thread_ts.to_string(),
         }
-        .workflow_id()
+    }
+
+    /// The workflow id of the thread.
+    pub fn workflow_id(&self, thread_ts: &str) -> String {
+        self.thread_key(thread_ts).workflow_id()
     }
 
     pub async fn stop(mut self) {
@@ -560,6 +564,19 @@ impl RoundApp {
         )
         .await
         .expect("connecting to Temporal")
+    }
+
+    /// Waits until a round has stored its step-1 checkpoint (investigate ∥ recall joined), where
+    /// the crash and shutdown tests hold or stop a worker.
+    pub async fn wait_step_one_stored(&self, timeout: Duration) {
+        firstline_testkit::wait_for("step 1 stored", timeout, || async {
+            (self
+                .count("SELECT count(*) FROM round_checkpoints WHERE step = 1")
+                .await
+                == 1)
+                .then_some(())
+        })
+        .await;
     }
 
     /// The result of the thread's latest workflow run, waiting up to `timeout` for it to close.

@@ -28,8 +28,6 @@ impl OutboxKind {
 pub struct OutboxRow {
     /// Row id.
     pub id: i64,
-    /// The message it is about (`None` for an incident's record).
-    pub message_id: Option<i64>,
     /// What to send (a `MessageRecord`, an `IncidentRecord` or a `WakeRecord`).
     pub payload: serde_json::Value,
     /// Failed attempts so far.
@@ -45,7 +43,7 @@ pub async fn claim(
     limit: u32,
 ) -> Result<Vec<OutboxRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, message_id, payload, attempts, created_at FROM outbox
+        "SELECT id, payload, attempts, created_at FROM outbox
          WHERE sent_at IS NULL AND kind = $1 AND next_attempt_at <= now()
          ORDER BY next_attempt_at, id
          LIMIT $2

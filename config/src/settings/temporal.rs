@@ -73,7 +73,7 @@ impl TemporalSettings {
                 "must not be empty",
             ));
         }
-        let cert = !self.client_cert_file.as_os_str().is_empty();
+        let cert = self.client_certificate();
         let key = !self.client_key_file.as_os_str().is_empty();
         if cert != key {
             let (missing, given) = if cert {

@@ -126,9 +126,7 @@ fn mean_pool_normalized(tokens: &[f32], width: usize) -> Vec<f32> {
     // The 1/n of the mean cancels in the normalisation; kept so the step reads as the model's.
     let n = (tokens.len() / width).max(1) as f32;
     mean.iter_mut().for_each(|m| *m /= n);
-    // sentence-transformers' Normalize: divide by max(‖v‖, 1e-12).
-    let norm = mean.iter().map(|m| m * m).sum::<f32>().sqrt().max(1e-12);
-    mean.iter_mut().for_each(|m| *m /= norm);
+    crate::normalize(&mut mean);
     mean
 }
 
