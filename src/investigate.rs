@@ -25,7 +25,8 @@ use anyhow::Context as _;
 use firstline_config::Settings;
 use firstline_embed::Embedder;
 use firstline_investigation::investigate::render_plan;
-use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
+use firstline_investigation::model_path::{ModelPath, refine};
+use firstline_investigation::model_run::ModelRun;
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, Memory, RoundResult, build_incident_graph,

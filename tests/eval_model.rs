@@ -260,6 +260,7 @@ async fn without_model_nothing_changes_and_model_needs_an_endpoint() {
             "result",
             "expected",
             "actual",
+            "headline",
             "missing",
             "forbidden",
             "tools",

@@ -14,7 +14,8 @@ use sqlx::PgPool;
 use crate::RoundError;
 use crate::commit::{clamp, first_cause, headline, insert_claims, insert_evidence};
 use crate::graph_run::latest_checkpoint;
-use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
+use firstline_investigation::model_path::{ModelPath, refine};
+use firstline_investigation::model_run::ModelRun;
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{GraphOptions, RoundResult};
 use firstline_llm::{ChatAnswer, ReplyCache};
@@ -149,7 +150,7 @@ pub async fn refine_round(
     })
 }
 
-fn record_metrics(run: &firstline_investigation::model_path::ModelRun, seconds: f64) {
+fn record_metrics(run: &firstline_investigation::model_run::ModelRun, seconds: f64) {
     use crate::metrics::*;
     let outcome = run.fallback.clone().unwrap_or_else(|| "used".to_string());
     metrics::counter!(MODEL_ROUNDS, "outcome" => outcome).increment(1);

@@ -24,9 +24,10 @@ use tracing::Instrument;
 use crate::evidence::Capability;
 
 use super::judge::MAX_QUESTIONS;
-use super::recall::memory;
-use super::state::{IncidentState, IncidentUpdate, MissingKind};
-use super::summarise::{around, short_quote, subject};
+use super::state::{IncidentState, IncidentUpdate};
+use crate::missing::MissingKind;
+use crate::prior::memory;
+use crate::report::short_quote;
 
 /// The ask node's body.
 pub async fn ask(state: &IncidentState) -> IncidentUpdate {
@@ -75,7 +76,7 @@ fn about_the_alert(state: &IncidentState) -> Vec<String> {
     let target = &state.alert.target;
     let mut out = Vec::new();
     let name = target.alertname.as_deref().unwrap_or("this alert");
-    match (subject(target), &target.namespace) {
+    match (state.alert.subject(), &target.namespace) {
         (None, _) => out.push(format!(
             "Which pod, deployment or service is `{name}` about? The alert names none, so \
              nothing could be described or read."
@@ -139,7 +140,7 @@ fn about_failures(state: &IncidentState) -> Vec<String> {
             first.reason
         ));
     }
-    let when = around(&state.alert);
+    let when = state.alert.around();
     for missing in &failed {
         let question = match missing.capability {
             Capability::DeployHistory => format!(
@@ -193,9 +194,9 @@ fn about_a_past_incident(state: &IncidentState) -> Option<String> {
 
 fn about_a_healthy_target(state: &IncidentState) -> Vec<String> {
     let target = &state.alert.target;
-    let when = around(&state.alert);
+    let when = state.alert.around();
     let checked = join_labels(state.evidence.iter().map(|e| e.capability.label()));
-    let subject = subject(target).unwrap_or("the target");
+    let subject = state.alert.subject().unwrap_or("the target");
     vec![
         format!(
             "Nothing wrong shows for `{subject}` in what was read ({checked}): is `{}` still \
@@ -227,7 +228,7 @@ fn join_labels<'a>(labels: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::questions;
-    use crate::recall::PriorIncident;
+    use crate::prior::PriorIncident;
     use crate::state::{AlertInput, IncidentState};
     use firstline_model::ThreadContext;
     use firstline_store::incidents::PastIncident;

@@ -36,17 +36,12 @@ const MIN_USEFUL_CHARS: usize = 80;
 
 /// A line that likely explains a failure. Deliberately broad: keeping a harmless line costs a
 /// little space, dropping the crash line costs the investigation.
-static ERRORISH_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)(\berr(or)?s?\b|\bfatal\b|\bpanic|\bexception\b|[a-z]exception\b|\bfail(ed|ure|ing|s)?\b|\bkilled\b|oomkill|\brefused\b|\bdenied\b|back-?off|exit code|exited with|\btraceback\b|\bnot found\b|no such|\btimed? ?out\b|\bunable to\b|\bcannot\b|\bunauthori[sz]ed\b|\bforbidden\b|\bevicted\b|\bunhealthy\b|\bx509\b|\bexpired\b|\binsufficient\b)",
-    )
-    .expect("static regex")
-});
+static ERRORISH_LINE: LazyLock<Regex> = regex!(
+    r"(?i)(\berr(or)?s?\b|\bfatal\b|\bpanic|\bexception\b|[a-z]exception\b|\bfail(ed|ure|ing|s)?\b|\bkilled\b|oomkill|\brefused\b|\bdenied\b|back-?off|exit code|exited with|\btraceback\b|\bnot found\b|no such|\btimed? ?out\b|\bunable to\b|\bcannot\b|\bunauthori[sz]ed\b|\bforbidden\b|\bevicted\b|\bunhealthy\b|\bx509\b|\bexpired\b|\binsufficient\b)"
+);
 
 /// A key with no value at shallow indentation: a section or container header.
-static SECTION_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^ {0,3}[A-Za-z][A-Za-z0-9 ._-]{0,60}:\s*$").expect("static regex")
-});
+static SECTION_HEADER: LazyLock<Regex> = regex!(r"^ {0,3}[A-Za-z][A-Za-z0-9 ._-]{0,60}:\s*$");
 
 /// Limits for excerpts; all configurable, with the defaults above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,21 +20,19 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tracing::Instrument;
 
-use crate::detectors::{DetectorKind, Finding};
+use crate::detectors::{Fact, Finding, Kind, Role, Standing};
 use crate::evidence::{Evidence, quote_occurs_in};
 
 use super::report::{Cause, Report, UnsupportedClaim, Verdict};
 use super::state::{IncidentState, IncidentUpdate};
-use super::summarise::around;
+use super::summarise::story;
 
 /// Most questions in a verdict (and in a round).
 pub const MAX_QUESTIONS: usize = 3;
 
 /// Language that presents a cause as established.
-static CERTAIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(confirmed|root[ -]cause\s+(is|was|:)|definitely|certainly|proven)\b")
-        .expect("static regex")
-});
+static CERTAIN: LazyLock<Regex> =
+    regex!(r"(?i)\b(confirmed|root[ -]cause\s+(is|was|:)|definitely|certainly|proven)\b");
 
 /// The judge node's body.
 pub async fn judge(state: &IncidentState) -> IncidentUpdate {
@@ -86,6 +84,13 @@ pub fn judge_report(
     }
     let mut verified = Vec::new();
     let all = (report.causes.iter().map(|c| (c, true)))
+        .chain(
+            report
+                .causes
+                .iter()
+                .flat_map(|c| c.explains.iter().chain(&c.led_by))
+                .map(|c| (c, false)),
+        )
         .chain(report.observations.iter().map(|c| (c, false)));
     for (cause, is_cause) in all {
         let backed = detector_verified(cause, findings);
@@ -97,7 +102,7 @@ pub fn judge_report(
                     .to_string(),
             });
         }
-        if backed && is_cause {
+        if backed && is_cause && cause.confirmed {
             verified.push(cause);
         }
     }
@@ -175,7 +180,7 @@ fn detector_verified(cause: &Cause, findings: &[Finding]) -> bool {
     };
     findings
         .iter()
-        .filter(|f| f.detector == detector && f.verified)
+        .filter(|f| f.kind() == detector && f.verified)
         .any(|f| {
             f.refs.iter().any(|r| {
                 cause
@@ -186,67 +191,87 @@ fn detector_verified(cause: &Cause, findings: &[Finding]) -> bool {
         })
 }
 
-/// The judge's doubts about the causes it could not accept, as questions for the thread.
+/// The judge's doubts, as questions for the thread: whether what the alert saw has ended,
+/// about each unconfirmed suspicion (from its payload), and with no suspicion about the
+/// strongest symptom.
 fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
-    let when = around(&state.alert);
+    let when = state.alert.around();
     let target = &state.alert.target;
+    let current = |f: &&Finding| f.standing == Standing::Current;
     let mut questions = Vec::new();
     // What the alert saw has ended: ask whether it resolved before suspecting a change.
-    let recovered = report
-        .observations
+    let recovered = state
+        .findings
         .iter()
-        .find(|o| o.detector == Some(DetectorKind::Recovered));
+        .filter(current)
+        .find(|f| f.kind() == Kind::Recovered);
     if let Some(recovered) = recovered {
         questions.push(format!(
             "{} — has the alert resolved, or is something still wrong that this does not show?",
-            recovered.statement
+            recovered.title()
         ));
     }
-    for cause in report.causes.iter().filter(|c| !c.confirmed) {
-        let question = match cause.detector {
-            Some(DetectorKind::DeployInWindow) if recovered.is_some() => continue,
-            Some(DetectorKind::DeployInWindow) => format!(
-                "{} — was that change meant to touch what `{}` measures? Rolling it back would \
-                 confirm or rule it out.",
-                cause.statement,
+    // The story's strongest lead is asked about first.
+    let story = story(state);
+    let mut suspects: Vec<&Finding> = state
+        .findings
+        .iter()
+        .filter(current)
+        .filter(|f| f.role() == Role::Cause && !f.is_verified_cause())
+        .collect();
+    if let Some(lead) = story.lead {
+        suspects.sort_by_key(|f| !std::ptr::eq(*f, lead));
+    }
+    for suspect in suspects {
+        let question = match &suspect.fact {
+            Fact::Rollout(_) if recovered.is_some() => continue,
+            Fact::Rollout(_) => format!(
+                "{} — was that change meant to touch what `{}` measures? Comparing it with the \
+                 previous revision would confirm or rule it out.",
+                suspect.title(),
                 target.alertname.as_deref().unwrap_or("the alert")
             ),
-            Some(DetectorKind::ConfigError) => {
-                match cause.statement.strip_prefix("Missing configuration: ") {
-                    Some(key) => format!("Did anything change in {key}'s config {when}?"),
-                    None => format!(
-                        "Did anything change in the configuration of `{}` {when}?",
-                        target.workload.as_deref().unwrap_or("the workload")
-                    ),
-                }
-            }
-            Some(DetectorKind::DependencyError) => format!(
+            Fact::ConfigError(c) => match &c.problem {
+                crate::detectors::ConfigProblem::MissingSetting {
+                    name: Some(key), ..
+                } => format!("Did anything change in {key}'s config {when}?"),
+                _ => format!(
+                    "Did anything change in the configuration of `{}` {when}?",
+                    target.workload.as_deref().unwrap_or("the workload")
+                ),
+            },
+            Fact::Dependency(_) => format!(
                 "{} — is that dependency down or being changed {when}, or is this noise?",
-                cause.statement
+                suspect.title()
             ),
-            Some(DetectorKind::CertificateError) => {
+            Fact::Certificate(_) => {
                 format!("Was a certificate for this service renewed or rotated {when}?")
             }
             _ => format!(
-                "The evidence suggests \"{}\" but does not prove it: does that match what you see?",
-                cause.statement
+                "The evidence suggests \"{}\" but does not prove it: does that match what you \
+                 see?",
+                suspect.title()
             ),
         };
         questions.push(question);
     }
+    let is_symptom = |f: &&Finding| matches!(f.role(), Role::Symptom | Role::Consequence);
     if report.causes.is_empty()
-        && let Some(symptom) = report.observations.first()
+        && let Some(symptom) = story
+            .lead
+            .filter(is_symptom)
+            .or_else(|| state.findings.iter().filter(current).find(is_symptom))
     {
-        questions.push(match symptom.detector {
-            Some(DetectorKind::CrashLoop | DetectorKind::ExitCode) => format!(
+        questions.push(match symptom.kind() {
+            Kind::CrashLoop | Kind::Exited => format!(
                 "{} but no log line says why: did anything change in its image, config or \
                  dependencies {when}?",
-                symptom.statement
+                symptom.title()
             ),
             _ => format!(
                 "{} with no cause in the evidence: did anything change {when} (a deploy, a \
                  config or feature-flag change, traffic, a dependency)?",
-                symptom.statement
+                symptom.title()
             ),
         });
     }

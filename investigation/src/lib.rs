@@ -41,16 +41,30 @@
 //! # }
 //! ```
 
+/// A `LazyLock<Regex>` compiled on first use from a literal pattern (a bad literal fails every
+/// test that reaches it, so `expect` cannot fire in a build that passed them).
+macro_rules! regex {
+    ($pattern:expr) => {
+        std::sync::LazyLock::new(|| regex::Regex::new($pattern).expect("static regex"))
+    };
+}
+
 pub mod ask;
 pub mod catalogue;
 pub mod detectors;
 pub mod evidence;
 pub mod excerpt;
+pub mod explain;
 pub mod graph;
 pub mod investigate;
 pub mod judge;
+pub mod kube;
+pub mod missing;
 pub mod model_path;
+pub mod model_run;
 pub mod next_steps;
+pub mod plan;
+pub mod prior;
 pub mod recall;
 pub mod render;
 pub mod report;
@@ -62,10 +76,12 @@ pub use graph::{
     GraphOptions, NodeTimeouts, RECURSION_LIMIT, build_incident_graph, node, run_round,
 };
 pub use investigate::InvestigateOptions;
-pub use recall::{MIN_SIMILARITY, Memory, PriorIncident, RecallOptions, meaning_text};
+pub use missing::{Missing, MissingKind};
+pub use prior::PriorIncident;
+pub use recall::{MIN_SIMILARITY, Memory, RecallOptions, meaning_text};
 pub use render::{RoundResult, render_markdown};
 pub use report::{Cause, Claim, Report, UnsupportedClaim, Verdict};
-pub use state::{AlertInput, IncidentState, IncidentUpdate, Missing, MissingKind, Usage};
+pub use state::{AlertInput, IncidentState, IncidentUpdate, Usage};
 
 #[cfg(test)]
 mod tests;

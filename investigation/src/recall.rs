@@ -22,14 +22,14 @@ use std::time::Duration;
 
 use firstline_embed::Embedder;
 use firstline_store::PgPool;
-use firstline_store::incidents::{self, IncidentSearch, PastIncident};
-use serde::{Deserialize, Serialize};
+use firstline_store::incidents::{self, IncidentSearch};
 use tracing::Instrument;
 
-use crate::evidence::Capability;
+use crate::missing::Missing;
+use crate::prior::{PriorIncident, memory};
 use firstline_alert::AlertTarget;
 
-use super::state::{IncidentState, IncidentUpdate, Missing};
+use super::state::{IncidentState, IncidentUpdate};
 
 /// Bounds of recall.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,20 +91,6 @@ impl Memory {
     pub fn keywords(pool: PgPool) -> Self {
         Self::new(pool, None)
     }
-}
-
-/// A similar past incident.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PriorIncident {
-    #[serde(flatten)]
-    pub incident: PastIncident,
-    /// The fused rank score (higher is better; comparable within one recall only).
-    pub score: f64,
-    /// Cosine similarity of meaning, when that signal found it.
-    #[serde(default)]
-    pub similarity: Option<f64>,
-    /// What matched: `meaning`, `text`, `alertname`, `service`, `namespace`.
-    pub matched_on: Vec<String>,
 }
 
 /// What recall searches for, taken from the alert.
@@ -352,11 +338,6 @@ pub async fn recall(
     }
     .instrument(span)
     .await
-}
-
-/// The capability name recall's missing evidence is recorded under.
-pub fn memory() -> Capability {
-    Capability::Other("incident memory".to_string())
 }
 
 #[cfg(test)]

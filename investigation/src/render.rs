@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::detectors::{Confidence, Finding};
 use crate::evidence::Evidence;
-
-use super::model_path::ModelRun;
-use super::recall::memory;
-use super::report::{Cause, Claim, Report, Verdict};
-use super::state::{IncidentState, Missing, MissingKind, Usage};
-use super::summarise::short_quote;
+use crate::missing::{Missing, MissingKind};
+use crate::model_run::ModelRun;
+use crate::prior::memory;
+use crate::report::short_quote;
+use crate::report::{Cause, Claim, Report, Verdict};
+use crate::state::{IncidentState, Usage};
 
 /// Most prior incidents and observations shown.
 const MAX_LISTED: usize = 3;
@@ -72,7 +72,11 @@ pub fn render_markdown(state: &IncidentState) -> String {
     };
     let mut out = String::new();
     if let Some(heartbeat) = &report.heartbeat {
-        let _ = writeln!(out, "*{}*", escape(&report.headline));
+        let _ = writeln!(
+            out,
+            "*Heartbeat, nothing to investigate: {}*",
+            escape(&report.headline)
+        );
         let _ = writeln!(out, "\n*Heartbeat*: {}", escape(heartbeat));
         return out;
     }
@@ -136,11 +140,10 @@ pub fn render_markdown(state: &IncidentState) -> String {
     out
 }
 
-/// The summary's first line: the likely cause and its confidence, or that none is confirmed
-/// yet and the strongest lead.
+/// The summary's first line: the headline cause and its confidence, or that none is confirmed
+/// yet and the strongest lead (a suspicion, else what the round saw).
 fn lead(state: &IncidentState, report: &Report) -> String {
-    let strongest = report.causes.first();
-    match strongest {
+    match report.causes.first() {
         Some(cause) if state.grounded() => format!(
             "Likely cause ({} confidence): {}",
             confidence(cause.confidence),
@@ -151,7 +154,12 @@ fn lead(state: &IncidentState, report: &Report) -> String {
             confidence(cause.confidence),
             cause.statement
         ),
-        None => "No cause confirmed yet".to_string(),
+        None => match &report.lead {
+            Some(lead) => {
+                format!("No cause confirmed yet; strongest lead (not a cause by itself): {lead}")
+            }
+            None => "No cause confirmed yet".to_string(),
+        },
     }
 }
 
@@ -190,6 +198,20 @@ fn write_cause<'a>(out: &mut String, cause: &'a Cause, shown: &mut Vec<&'a Claim
     for claim in fresh {
         let _ = writeln!(out, "{}", quote_line(claim));
         shown.push(claim);
+    }
+    for (label, linked) in [("Explains", &cause.explains), ("Led there", &cause.led_by)] {
+        for item in linked.iter().take(MAX_LISTED) {
+            let _ = writeln!(out, "• _{label}_: {}", escape(&item.statement));
+            let fresh = item.claims.iter().find(|claim| {
+                !shown
+                    .iter()
+                    .any(|s| s.evidence == claim.evidence && s.quote == claim.quote)
+            });
+            if let Some(claim) = fresh {
+                let _ = writeln!(out, "  {}", quote_line(claim));
+                shown.push(claim);
+            }
+        }
     }
 }
 

@@ -7,26 +7,39 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::detectors::{Confidence, DetectorKind};
+use crate::detectors::{Confidence, Kind};
 use crate::evidence::EvidenceId;
+use crate::missing::Missing;
+use crate::prior::PriorIncident;
 
-use super::recall::PriorIncident;
-use super::state::Missing;
+/// Longest quote a report carries (characters): a detector's quote whole, so the part that
+/// decides (a status code at the end of a long line) stays in it. Evidence text is untrusted:
+/// quotes stay short and the post never pastes whole excerpts.
+pub const MAX_REPORT_QUOTE_CHARS: usize = crate::detectors::text::MAX_QUOTE_CHARS;
 
-/// Longest quote a report carries (characters). Evidence text is untrusted: quotes stay short
-/// and the post never pastes whole excerpts.
-pub const MAX_REPORT_QUOTE_CHARS: usize = 200;
+/// A verbatim prefix of `quote`, trimmed, at most [`MAX_REPORT_QUOTE_CHARS`] characters.
+pub fn short_quote(quote: &str) -> String {
+    firstline_model::text::prefix(quote.trim(), MAX_REPORT_QUOTE_CHARS)
+        .trim_end()
+        .to_string()
+}
 
 /// What `summarise` wrote.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// What happened, in one line, from the alert.
     pub headline: String,
-    /// Suspected causes, strongest first: detector-verified causes, then suspicions.
+    /// The causes, the headline's first: each a verified cause that explains the alert's
+    /// symptom, with what it explains under it; with none, the unverified suspicions, strongest
+    /// first.
     pub causes: Vec<Cause>,
     /// Symptoms the evidence shows that explain nothing by themselves (a crash loop, a metric
     /// step): context for the reader.
     pub observations: Vec<Cause>,
+    /// With no cause: what still stands and says most (a symptom or a consequence), for the
+    /// first line to name.
+    #[serde(default)]
+    pub lead: Option<String>,
     /// What could not be checked.
     pub missing: Vec<Missing>,
     /// Concrete next steps, per finding.
@@ -39,12 +52,18 @@ pub struct Report {
 }
 
 impl Report {
-    /// Every claim of every cause and observation, in report order.
+    /// Every claim of every cause (and of what it explains) and observation, in report order.
     pub fn claims(&self) -> impl Iterator<Item = &Claim> {
         self.causes
             .iter()
+            .flat_map(Cause::with_evidence)
             .chain(&self.observations)
             .flat_map(|c| c.claims.iter())
+    }
+
+    /// The headline: a confirmed cause that explains the alert's symptom, if the report has one.
+    pub fn headline_cause(&self) -> Option<&Cause> {
+        self.causes.first().filter(|c| c.confirmed)
     }
 }
 
@@ -56,13 +75,29 @@ pub struct Cause {
     /// One or two sentences of detail.
     pub detail: String,
     /// The supporting detector; `None` for a cause no detector found (a model's hypothesis).
-    pub detector: Option<DetectorKind>,
+    pub detector: Option<Kind>,
     pub confidence: Confidence,
     /// The report presents this as confirmed. The judge accepts that only when a verified
     /// finding of `detector` backs it.
     pub confirmed: bool,
     /// The lines that show it.
     pub claims: Vec<Claim>,
+    /// What it explains, shown under it: evidence for it, not causes of their own (the exit
+    /// code 78 a missing setting explains).
+    #[serde(default)]
+    pub explains: Vec<Cause>,
+    /// What led to it without being a cause (a scale-up before a connection limit).
+    #[serde(default)]
+    pub led_by: Vec<Cause>,
+}
+
+impl Cause {
+    /// This cause, then what it explains and what led to it.
+    pub fn with_evidence(&self) -> impl Iterator<Item = &Cause> {
+        std::iter::once(self)
+            .chain(&self.explains)
+            .chain(&self.led_by)
+    }
 }
 
 /// One claim: a statement, the evidence it cites and a verbatim quote from that evidence.

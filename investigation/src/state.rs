@@ -12,14 +12,14 @@ use firstline_graph::{graph_state, sum};
 use serde::{Deserialize, Serialize};
 
 use crate::detectors::Finding;
-use crate::evidence::{Capability, Evidence, MissingEvidence};
-use crate::investigate::PlanStep;
-use crate::model_path::ModelRun;
+use crate::evidence::Evidence;
+use crate::missing::Missing;
+use crate::model_run::ModelRun;
+use crate::plan::PlanStep;
+use crate::prior::PriorIncident;
+use crate::report::{Report, Verdict};
 use firstline_alert::{AlertTarget, parse_alert};
 use firstline_model::ThreadContext;
-
-use super::recall::PriorIncident;
-use super::report::{Report, Verdict};
 
 graph_state! {
     /// One round of the incident graph. Build the input with [`IncidentState::new`].
@@ -101,53 +101,29 @@ impl AlertInput {
     pub fn anchor(&self) -> Option<DateTime<Utc>> {
         self.target.starts_at.or(self.posted_at)
     }
-}
 
-/// Something the investigation wanted but does not have.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Missing {
-    /// What was wanted.
-    pub capability: Capability,
-    /// Why it is missing, in words an on-call engineer can act on.
-    pub reason: String,
-    /// Whether it was asked for and failed, or never asked for.
-    pub kind: MissingKind,
-}
-
-/// Why a piece of evidence is missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MissingKind {
-    /// Asked for; the source could not answer (error, timeout, refusal, not configured).
-    Failed,
-    /// Not asked for: the alert did not say what to ask about (no pod, no namespace, …).
-    Skipped,
-}
-
-impl Missing {
-    /// A step not taken because the alert lacks its target.
-    pub fn skipped(capability: Capability, reason: impl Into<String>) -> Self {
-        Self {
-            capability,
-            reason: reason.into(),
-            kind: MissingKind::Skipped,
-        }
+    /// The most specific thing the alert is about: pod, else workload, else service.
+    pub fn subject(&self) -> Option<&str> {
+        let target = &self.target;
+        target
+            .pod
+            .as_deref()
+            .or(target.workload.as_deref())
+            .or(target.service.as_deref())
     }
 
-    /// A request the source could not answer.
-    pub fn failed(capability: Capability, reason: impl Into<String>) -> Self {
-        Self {
-            capability,
-            reason: reason.into(),
-            kind: MissingKind::Failed,
+    /// `around 14:02 UTC`, or `around when the alert fired`.
+    pub fn around(&self) -> String {
+        match self.anchor() {
+            Some(at) => format!("around {}", clock(at)),
+            None => "around when the alert fired".to_string(),
         }
     }
 }
 
-impl From<MissingEvidence> for Missing {
-    fn from(missing: MissingEvidence) -> Self {
-        Self::failed(missing.capability, missing.reason)
-    }
+/// `14:02 UTC`.
+pub(crate) fn clock(at: DateTime<Utc>) -> String {
+    at.format("%H:%M UTC").to_string()
 }
 
 /// What a round spent. Summed over nodes.

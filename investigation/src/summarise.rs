@@ -1,14 +1,20 @@
 //! The `summarise` node: the report, from templates over the detectors' findings (ARCHITECTURE.md,
-//! invariant 10: an on-call engineer gets an answer with no model).
+//! "Works with no model": an on-call engineer gets an answer with no model).
+//!
+//! The findings are read as a story first ([`crate::explain`]): a verified cause that explains
+//! the alert's symptom, with everything it explains shown under it (one chain is one cause,
+//! told once), heads the report. A symptom, a consequence or context never heads it; with no
+//! verified cause, the unverified suspicions are listed, strongest first, and the first line
+//! names the strongest lead. Everything else the round saw is an observation.
 //!
 //! - what happened: one line from the alert;
-//! - causes: detector-verified findings, stated as confirmed; when none is verified, the
-//!   suspicions, each with its confidence and detector — never more certain than the detector;
-//! - observations: symptoms (crash loop, failed job, metric step, an exit code with no reason);
-//! - claims: one per citation of a finding, quoting the detector's verbatim line (≤ 200 chars);
-//! - what is missing, next steps per finding, similar past incidents.
+//! - causes: each chain's cause, stated as confirmed, with what it explains and what led to
+//!   it; claims quote the detector's verbatim lines;
+//! - observations: symptoms, consequences and context outside every chain;
+//! - what is missing, next steps from the chains' payloads ([`super::next_steps`]), similar
+//!   past incidents.
 //!
-//! When a verified cause exists, unverified suspicions other than a deploy inside the window are
+//! When a cause is confirmed, unverified suspicions other than a deploy inside the window are
 //! left out of the post (they stay in the findings): a warning line next to the real cause is
 //! noise at 4 a.m.
 //!
@@ -16,17 +22,16 @@
 //! to this report after the round is posted; this template is what is posted first and what
 //! stands when the model fails.
 
-use chrono::{DateTime, Utc};
 use firstline_alert::title::first_line;
-use firstline_model::text::prefix;
 use tracing::Instrument;
 
-use crate::detectors::{DetectorKind, Finding};
+use crate::detectors::{DetectionContext, Finding, Kind, Role, Standing};
 use crate::evidence::Evidence;
-use firstline_alert::{AlertStatus, AlertTarget};
+use crate::explain::{Chain, Explanation, explain};
+use firstline_alert::AlertStatus;
 
 use super::next_steps::next_steps;
-use super::report::{Cause, Claim, MAX_REPORT_QUOTE_CHARS, Report};
+use super::report::{Cause, Claim, Report, short_quote};
 use super::state::{AlertInput, IncidentState, IncidentUpdate};
 use crate::catalogue;
 
@@ -42,6 +47,14 @@ pub async fn summarise(state: &IncidentState) -> IncidentUpdate {
     .await
 }
 
+/// The findings of `state` as a story: chains for the alert's symptom.
+pub fn story(state: &IncidentState) -> Explanation<'_> {
+    explain(
+        &state.findings,
+        DetectionContext::for_alert(&state.alert.target).symptom,
+    )
+}
+
 /// The report for a state whose investigation and recall are done.
 pub fn build_report(state: &IncidentState) -> Report {
     if let Some(heartbeat) = heartbeat(&state.alert) {
@@ -51,24 +64,37 @@ pub fn build_report(state: &IncidentState) -> Report {
             ..Report::default()
         };
     }
-    let any_verified = state.findings.iter().any(|f| f.verified);
-    let mut causes = Vec::new();
+    let story = story(state);
+    let evidence = &state.evidence;
+    let mut causes: Vec<Cause> = story
+        .chains
+        .iter()
+        .map(|chain| chain_cause(chain, evidence))
+        .collect();
     let mut observations = Vec::new();
-    for finding in &state.findings {
-        let cause = cause_of(finding, &state.evidence);
-        if finding.verified {
-            causes.push(cause);
-        } else if is_symptom(finding) {
-            observations.push(cause);
-        } else if !any_verified || finding.detector == DetectorKind::DeployInWindow {
-            causes.push(cause);
+    let confirmed = !causes.is_empty();
+    for finding in &story.rest {
+        let suspect = finding.role() == Role::Cause && !finding.verified;
+        if suspect && !confirmed {
+            causes.push(cause_of(finding, evidence));
+        } else if suspect && finding.kind() != Kind::Rollout {
+            // Beside a confirmed cause, a suspicion is noise (a deploy inside the window is
+            // worth a line).
+            continue;
+        } else {
+            observations.push(observation_of(finding, evidence));
         }
     }
+    let lead = causes
+        .is_empty()
+        .then(|| story.lead.map(Finding::title))
+        .flatten();
     Report {
         headline: headline(&state.alert),
-        next_steps: next_steps(state),
+        next_steps: next_steps(state, &story),
         causes,
         observations,
+        lead,
         missing: state.missing.clone(),
         similar: state.prior_incidents.clone(),
         heartbeat: None,
@@ -90,24 +116,49 @@ fn heartbeat(alert: &AlertInput) -> Option<String> {
     ))
 }
 
-/// Findings that show *that* something is wrong, not why.
-fn is_symptom(finding: &Finding) -> bool {
-    matches!(
-        finding.detector,
-        DetectorKind::CrashLoop
-            | DetectorKind::JobFailed
-            | DetectorKind::MetricStepChange
-            | DetectorKind::ExitCode
-            | DetectorKind::MemoryGrowth
-            | DetectorKind::CpuThrottling
-            | DetectorKind::RestartTrend
-            | DetectorKind::MetricSpike
-            | DetectorKind::VolumeClaim
-            | DetectorKind::Recovered
-    )
+/// A chain as a report cause: its cause, stated as confirmed (with the link to the alert's
+/// symptom when the cause does not name it), and under it what it explains and what led to it.
+fn chain_cause(chain: &Chain<'_>, evidence: &[Evidence]) -> Cause {
+    let mut cause = cause_of(chain.cause, evidence);
+    if let Some(via) = chain.via {
+        cause.statement = format!("{}, so {}", cause.statement, lower_first(&via.title()));
+    }
+    cause.confidence = chain.confidence;
+    cause.explains = chain
+        .explained
+        .iter()
+        .map(|f| cause_of(f, evidence))
+        .collect();
+    cause.led_by = chain.led_by.iter().map(|f| cause_of(f, evidence)).collect();
+    cause
+}
+
+/// A finding outside every chain, as an observation: a verified cause that does not explain
+/// the alert's symptom is not confirmed as its cause.
+fn observation_of(finding: &Finding, evidence: &[Evidence]) -> Cause {
+    let mut cause = cause_of(finding, evidence);
+    cause.confirmed = false;
+    if finding.standing == Standing::Current && finding.is_verified_cause() {
+        cause.detail = format!(
+            "{} (Verified, but it does not explain what the alert reports: context.)",
+            cause.detail
+        );
+    }
+    cause
+}
+
+fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) if chars.clone().next().is_some_and(char::is_lowercase) => {
+            first.to_lowercase().chain(chars).collect()
+        }
+        _ => text.to_string(),
+    }
 }
 
 fn cause_of(finding: &Finding, evidence: &[Evidence]) -> Cause {
+    let title = finding.title();
     let claims = finding
         .refs
         .iter()
@@ -121,27 +172,22 @@ fn cause_of(finding: &Finding, evidence: &[Evidence]) -> Cause {
                 .find(|e| e.id == citation.evidence)
                 .map_or("evidence", |e| e.capability.label());
             Some(Claim {
-                statement: format!("{} ({source})", finding.title),
+                statement: format!("{title} ({source})"),
                 evidence: vec![citation.evidence],
                 quote,
             })
         })
         .collect();
     Cause {
-        statement: finding.title.clone(),
-        detail: finding.detail.clone(),
-        detector: Some(finding.detector),
+        statement: title,
+        detail: finding.detail(),
+        detector: Some(finding.kind()),
         confidence: finding.confidence,
-        confirmed: finding.verified,
+        confirmed: finding.is_verified_cause(),
         claims,
+        explains: Vec::new(),
+        led_by: Vec::new(),
     }
-}
-
-/// A verbatim prefix of `quote`, trimmed, at most [`MAX_REPORT_QUOTE_CHARS`] characters.
-pub fn short_quote(quote: &str) -> String {
-    prefix(quote.trim(), MAX_REPORT_QUOTE_CHARS)
-        .trim_end()
-        .to_string()
 }
 
 /// What happened, in one line: alert name, subject, namespace, start, summary.
@@ -159,7 +205,7 @@ pub fn headline(alert: &AlertInput) -> String {
         line.push_str("Resolved: ");
     }
     line.push_str(name);
-    if let Some(subject) = subject(target) {
+    if let Some(subject) = alert.subject() {
         line.push_str(&format!(" on `{subject}`"));
     }
     match &target.namespace {
@@ -167,34 +213,12 @@ pub fn headline(alert: &AlertInput) -> String {
         None => line.push_str(" (namespace unknown)"),
     }
     if let Some(at) = target.starts_at {
-        line.push_str(&format!(" since {}", clock(at)));
+        line.push_str(&format!(" since {}", crate::state::clock(at)));
     }
     if let Some(summary) = target.summary.as_deref().filter(|s| *s != name) {
         line.push_str(&format!(": {}", short_quote(summary)));
     }
     line
-}
-
-/// The most specific thing the alert is about: pod, else workload, else service.
-pub(crate) fn subject(target: &AlertTarget) -> Option<&str> {
-    target
-        .pod
-        .as_deref()
-        .or(target.workload.as_deref())
-        .or(target.service.as_deref())
-}
-
-/// `14:02 UTC`.
-pub(crate) fn clock(at: DateTime<Utc>) -> String {
-    at.format("%H:%M UTC").to_string()
-}
-
-/// `around 14:02 UTC`, or `around when the alert fired`.
-pub(crate) fn around(alert: &AlertInput) -> String {
-    match alert.anchor() {
-        Some(at) => format!("around {}", clock(at)),
-        None => "around when the alert fired".to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -208,16 +232,7 @@ mod tests {
     }
 
     fn crash_loop() -> Finding {
-        Finding {
-            detector: DetectorKind::CrashLoop,
-            title: "Container `api` crash-looping (CrashLoopBackOff)".to_string(),
-            detail: "Container `api` is crash-looping.".to_string(),
-            confidence: Confidence::High,
-            verified: false,
-            resource: Some("api-7d9f8c6b5-x2k4q".to_string()),
-            refs: Vec::new(),
-            at: None,
-        }
+        Finding::new(Kind::CrashLoop.example(), Confidence::High, false)
     }
 
     #[test]

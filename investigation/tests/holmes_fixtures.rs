@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use firstline_alert::holmes::from_investigate_request;
-use firstline_investigation::detectors::{DetectionContext, Finding, run_detectors};
+use firstline_investigation::detectors::{DetectionContext, Finding, Symptom, run_detectors};
 use firstline_investigation::evidence::{Capability, Evidence, EvidenceId, MissingEvidence};
 use firstline_investigation::excerpt::RoundBudget;
+use firstline_investigation::explain::explain;
 use firstline_lab::holmes_fixture::RecordedToolCall;
 use firstline_redact::redact;
 
@@ -36,6 +37,7 @@ struct Case {
     missing: Vec<MissingEvidence>,
     findings: Vec<Finding>,
     must_mention: Vec<Vec<String>>,
+    symptom: Symptom,
 }
 
 fn load_case(name: &str) -> Case {
@@ -96,6 +98,7 @@ fn load_case(name: &str) -> Case {
         missing,
         findings,
         must_mention,
+        symptom: ctx.symptom,
     }
 }
 
@@ -103,7 +106,7 @@ fn findings_text(findings: &[Finding]) -> String {
     findings
         .iter()
         .flat_map(|f| {
-            [f.title.clone(), f.detail.clone()]
+            [f.title(), f.detail()]
                 .into_iter()
                 .chain(f.refs.iter().map(|r| r.quote.clone()))
         })
@@ -124,8 +127,8 @@ fn check_case(name: &str) {
             "  [{}{:?}] {} — {} ({} refs)",
             if f.verified { "verified " } else { "" },
             f.confidence,
-            f.title,
-            f.detail,
+            f.title(),
+            f.detail(),
             f.refs.len()
         );
         for r in &f.refs {
@@ -151,7 +154,7 @@ fn check_case(name: &str) {
         assert!(
             !finding.refs.is_empty(),
             "{name}: finding without refs: {}",
-            finding.title
+            finding.title()
         );
     }
 
@@ -166,10 +169,11 @@ fn check_case(name: &str) {
         );
     }
 
-    // verdict: post — at least one detector-verified cause, ranked first.
+    // verdict: post — a detector-verified cause that explains the alert heads the story.
+    let story = explain(&case.findings, case.symptom);
     assert!(
-        case.findings.first().is_some_and(|f| f.verified),
-        "{name}: no verified cause ranked first"
+        story.headline().is_some_and(|chain| chain.cause.verified),
+        "{name}: no verified cause explains the alert"
     );
 }
 

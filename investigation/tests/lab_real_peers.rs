@@ -120,7 +120,17 @@ async fn investigate(scenario: &Scenario, servers: Vec<McpServerSettings>) -> Ou
 }
 
 fn assert_expected(scenario: &Scenario, outcome: &Outcome) {
-    let check = scenario.spec.expect.check(&outcome.text, outcome.posted);
+    let causes: Vec<String> = match &outcome.state.report {
+        Some(report) if outcome.posted => {
+            report.causes.iter().map(|c| c.statement.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
+    let check = scenario.spec.expect.check(&firstline_lab::Reply {
+        text: &outcome.text,
+        posted: outcome.posted,
+        causes: &causes,
+    });
     assert!(
         check.passed(),
         "{}: {check:?}\nposted: {}\n{}\nmissing: {:#?}",
@@ -316,7 +326,7 @@ async fn error_rate_step_through_real_prometheus_and_prometheus_mcp_server() {
             .state
             .findings
             .iter()
-            .any(|f| format!("{:?}", f.detector) == "MetricStepChange"),
+            .any(|f| f.kind() == firstline_investigation::detectors::Kind::MetricStep),
         "{:#?}",
         outcome.state.findings
     );

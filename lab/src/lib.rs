@@ -28,5 +28,7 @@ pub mod render;
 pub mod scenario;
 pub mod server;
 
-pub use scenario::{Expect, ExpectCheck, ExpectedVerdict, Scenario, ScenarioError, load_all};
+pub use scenario::{
+    Expect, ExpectCheck, ExpectedVerdict, HeadlineCheck, Reply, Scenario, ScenarioError, load_all,
+};
 pub use server::{CallCounts, LabHandle, LabServer, serve_http, serve_stdio};

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use firstline_config::{McpServerSettings, McpSettings};
 use firstline_embed::Embedder;
-use firstline_investigation::model_path::{ModelPath, ModelRun, refine};
+use firstline_investigation::model_path::{ModelPath, refine};
+use firstline_investigation::model_run::ModelRun;
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, Memory, build_incident_graph, render_markdown,
     run_round,
 };
-use firstline_lab::{ExpectCheck, ExpectedVerdict, Scenario};
+use firstline_lab::{ExpectCheck, ExpectedVerdict, Reply, Scenario};
 use firstline_llm::MemoryCache;
 use firstline_model::{HumanAnswer, ThreadContext};
 use firstline_store::PgPool;
@@ -183,7 +184,11 @@ pub async fn run_case(
                 Ok((round, notes)) => {
                     let posted = round.state.grounded();
                     outcome.text = render_markdown(&round.state);
-                    outcome.check = scenario.spec.expect.check(&outcome.text, posted);
+                    outcome.check = scenario.spec.expect.check(&Reply {
+                        text: &outcome.text,
+                        posted,
+                        causes: &stated_causes(&round.state),
+                    });
                     outcome.posted = Some(posted);
                     outcome.tool_calls = round.tool_calls;
                     outcome.notes.extend(notes);
@@ -206,7 +211,11 @@ pub async fn run_case(
     if let (Some(refined), Some(expect)) = (refined, expect) {
         let posted = refined.grounded();
         let text = render_markdown(&refined);
-        let check = expect.check(&text, posted);
+        let check = expect.check(&Reply {
+            text: &text,
+            posted,
+            causes: &stated_causes(&refined),
+        });
         let status = match (check.passed(), passed) {
             (true, _) => ModelStatus::Pass,
             (false, true) => ModelStatus::Regressed,
@@ -221,6 +230,16 @@ pub async fn run_case(
         });
     }
     outcome
+}
+
+/// The causes a round's reply states: none when it asks.
+pub fn stated_causes(state: &IncidentState) -> Vec<String> {
+    match &state.report {
+        Some(report) if state.grounded() => {
+            report.causes.iter().map(|c| c.statement.clone()).collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A scenario's alert, as the bot would receive it.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use firstline_lab::{ExpectCheck, ExpectedVerdict};
+use firstline_lab::{ExpectCheck, ExpectedVerdict, HeadlineCheck};
 use serde_json::{Value, json};
 
 use super::runner::{CaseOutcome, ModelOutcome, ModelStatus, Status};
@@ -24,6 +24,36 @@ fn actual_label(posted: Option<bool>) -> &'static str {
         Some(false) => "ask",
         None => "error",
     }
+}
+
+/// Whether the first line stated the expected cause: `right`, `WRONG`, `ask` (the round asked,
+/// stating no cause), `-` (the case names no headline, or did not run).
+fn headline_label(check: &ExpectCheck) -> &'static str {
+    if check.wrong_headline() {
+        return "WRONG";
+    }
+    match check.headline {
+        HeadlineCheck::Right => "right",
+        HeadlineCheck::Asked => "ask",
+        HeadlineCheck::NotExpected | HeadlineCheck::Wrong { .. } => "-",
+    }
+}
+
+/// What made a headline wrong: the first line, and forbidden causes.
+fn wrong_headline_note(check: &ExpectCheck) -> Option<String> {
+    let mut parts = Vec::new();
+    if let HeadlineCheck::Wrong { first_line } = &check.headline {
+        parts.push(format!("first line {first_line:?}"));
+    }
+    if !check.wrong_causes.is_empty() {
+        parts.push(format!("forbidden cause(s) {:?}", check.wrong_causes));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Cases that posted a wrong headline.
+pub fn wrong_headlines(outcomes: &[CaseOutcome]) -> usize {
+    outcomes.iter().filter(|o| o.check.wrong_headline()).count()
 }
 
 fn missing_label(outcome: &CaseOutcome) -> String {
@@ -218,6 +248,7 @@ fn model_json(m: &ModelOutcome) -> Value {
         "latency_ms": m.run.latency_ms,
         "dropped_claims": m.run.dropped_claims.len(),
         "asked": m.run.asked,
+        "headline": headline_label(&m.check).to_ascii_lowercase(),
         "missing": m.check.missing,
         "forbidden": m.check.forbidden,
         "text": m.text,
@@ -233,6 +264,7 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> 
         "result",
         "expected",
         "actual",
+        "headline",
         "missing",
         "forbidden",
         "tools",
@@ -250,6 +282,7 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> 
                 o.status.label().to_string(),
                 expected_label(o.expected).to_string(),
                 actual_label(o.posted).to_string(),
+                headline_label(&o.check).to_string(),
                 missing_label(o),
                 forbidden_label(o),
                 o.tool_calls.to_string(),
@@ -288,6 +321,9 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> 
         for note in &o.notes {
             let _ = writeln!(out, "{}: {note}", o.name);
         }
+        if let Some(note) = wrong_headline_note(&o.check) {
+            let _ = writeln!(out, "{}: wrong headline: {note}", o.name);
+        }
         if let Some(m) = o.model.as_ref().filter(|_| with_model) {
             if let (Some(reason), Some(detail)) = (&m.run.fallback, &m.run.detail) {
                 let _ = writeln!(out, "{}: model fell back ({reason}): {detail}", o.name);
@@ -295,10 +331,11 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> 
             if m.status != ModelStatus::Pass {
                 let _ = writeln!(
                     out,
-                    "{}: model {}: actual {}, missing {}, forbidden {}",
+                    "{}: model {}: actual {}, headline {}, missing {}, forbidden {}",
                     o.name,
                     m.status.label(),
                     actual_label(Some(m.posted)),
+                    headline_label(&m.check),
                     check_missing(&m.check),
                     check_forbidden(&m.check),
                 );
@@ -306,14 +343,24 @@ pub fn render(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) -> 
         }
     }
     let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
+    let headlines = |want: &HeadlineCheck| {
+        outcomes
+            .iter()
+            .filter(|o| !o.check.wrong_headline() && o.check.headline == *want)
+            .count()
+    };
     let _ = writeln!(
         out,
-        "\n{} cases: {} passed, {} failed, {} xfail, {} xpass; {} tool calls; {:.1}s",
+        "\n{} cases: {} passed, {} failed, {} xfail, {} xpass; headlines: {} right, {} wrong, {} \
+         asked; {} tool calls; {:.1}s",
         outcomes.len(),
         count(Status::Pass),
         count(Status::Fail),
         count(Status::XFail),
         count(Status::XPass),
+        headlines(&HeadlineCheck::Right),
+        wrong_headlines(outcomes),
+        headlines(&HeadlineCheck::Asked),
         outcomes.iter().map(|o| o.tool_calls).sum::<u64>(),
         outcomes.iter().map(|o| o.wall.as_secs_f64()).sum::<f64>(),
     );
@@ -336,6 +383,8 @@ pub fn to_json(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) ->
                 "result": o.status.label().to_ascii_lowercase(),
                 "expected": expected_label(o.expected),
                 "actual": actual_label(o.posted),
+                "headline": headline_label(&o.check).to_ascii_lowercase(),
+                "wrong_headline": wrong_headline_note(&o.check),
                 "missing": o.check.missing,
                 "forbidden": o.check.forbidden,
                 "tool_calls": o.tool_calls,
@@ -350,7 +399,11 @@ pub fn to_json(outcomes: &[CaseOutcome], memory_note: &str, with_model: bool) ->
             case
         })
         .collect();
-    let mut report = json!({"memory": memory_note, "cases": cases});
+    let mut report = json!({
+        "memory": memory_note,
+        "cases": cases,
+        "wrong_headlines": wrong_headlines(outcomes),
+    });
     if with_model {
         report["model"] = ModelTotals::of(outcomes).to_json();
     }

@@ -1,169 +1,409 @@
-//! Deterministic detectors: evidence in, cited findings out (ARCHITECTURE.md, invariant 10).
+//! Deterministic detectors: evidence in, typed and cited findings out (ARCHITECTURE.md,
+//! "Works with no model").
 //!
-//! Each detector reads evidence excerpts line by line and reports a [`Finding`] only when it
-//! sees a *structural* signal — a status field, a kubelet/scheduler event, an exit code, a
-//! metric series — and every finding cites the lines that prove it: each [`Citation`] quote is
-//! a verbatim substring of the cited evidence's excerpt, so the judge's quote check always
-//! passes for detector output.
+//! A detector is a **part**: one file per family (`containers.rs`, `nodes.rs`, …) holding its
+//! `detect` function, the payload type of every kind it emits and, per kind, in one place
+//! ([`Payload`]): its role (cause, symptom, consequence, context), what it needs to count as
+//! verified, how two findings of it merge, what it explains, and its next step. The
+//! [`registry!`] below lists every part with its kinds — adding a detector is one file and
+//! one line there — and generates [`Fact`] (the payload of any kind) and [`Kind`].
 //!
-//! Findings are either *verified causes* (OOMKilled, image pull failure, unschedulable, config
-//! errors, a crash explained by its last log line, …) or *symptoms* (crash loop, job failed,
-//! a metric step). Lines written by applications (logs) never make a verified finding on their
-//! own: they explain a failure only when the control plane shows one happened (a container
-//! terminated, restarted, or a job failed), and text that tries to instruct the reader is
-//! ignored. That keeps a log line saying "report that the cause is DNS" from becoming a cause.
+//! Parts run in the registry's order, each seeing the findings of the parts before it
+//! ([`Round::found`]): a log line explains a crash only once the control plane showed one
+//! (`containers` runs before `dependencies`), a deploy is verified by a metric step that
+//! follows it (`steps` runs before `changes`). Then every finding's [`Standing`] is decided
+//! (`standing.rs`: superseded by newer evidence, routine noise), findings of one kind about
+//! one thing are merged, and the rest is ranked.
 //!
-//! The graph's investigate node calls [`run_detectors`] with all evidence of the round; results
-//! are merged per (detector, resource) and ranked: verified causes first, by confidence.
+//! Every finding cites the lines that prove it: each [`Citation`] quote is a verbatim
+//! substring of the cited evidence's excerpt, so the judge's quote check passes for detector
+//! output. Structural signals (a status field, a kubelet or scheduler event, an exit code, a
+//! metric series) can verify a cause; lines written by applications never do on their own.
+//! Text that tries to instruct the reader is ignored, so a log line saying "report that the
+//! cause is DNS" never becomes a cause.
 
-mod deploy;
-mod logs;
-mod metric;
-mod objects;
-mod pod;
-mod salient;
+mod finding;
+mod logscan;
+pub mod series;
+mod standing;
 pub mod text;
-pub mod trend;
+
+pub mod autoscaler;
+pub mod certificates;
+pub mod changes;
+pub mod config;
+pub mod connections;
+pub mod containers;
+pub mod dependencies;
+pub mod disk;
+pub mod disruptions;
+pub mod endpoints;
+pub mod errors;
+pub mod images;
+pub mod jobs;
+pub mod memory;
+pub mod nodes;
+pub mod probes;
+pub mod quota;
+pub mod recovery;
+pub mod restarts;
+pub mod scheduling;
+pub mod spikes;
+pub mod steps;
+pub mod throttling;
+pub mod traces;
+pub mod volumes;
 
 use std::fmt;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::{Evidence, EvidenceId};
+use crate::evidence::{Capability, Evidence};
 use firstline_alert::AlertTarget;
-use text::{looks_like_injection, quote_line};
 
-pub use metric::{MetricSeries, StepChange, find_step_change, parse_prometheus_matrix};
+pub use config::ConfigProblem;
+pub(crate) use finding::cite;
+pub use finding::{
+    Citation, Confidence, KindSpec, ObjectKind, POD_FAILURES, Payload, Role, Routine, Scene,
+    Standing, Subject, Symptom, pod_of_job, same_pod, same_resource, same_subject,
+};
+pub use series::{
+    MetricSeries, StepChange, StepChangeParams, find_step_change, parse_prometheus_matrix,
+};
 
-/// Which detector produced a finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DetectorKind {
-    OomKilled,
-    ConfigError,
-    ImagePull,
-    Unschedulable,
-    CertificateError,
-    DependencyError,
-    ConnectionsExhausted,
-    DiskPressure,
-    ExitCode,
-    ProbeFailure,
-    DeployInWindow,
-    MetricStepChange,
-    JobFailed,
-    CrashLoop,
-    MemoryGrowth,
-    CpuThrottling,
-    RestartTrend,
-    MetricSpike,
-    NodeNotReady,
-    NodePressure,
-    VolumeProvisioning,
-    VolumeClaim,
-    VolumeFailed,
-    QuotaExceeded,
-    AutoscalerMaxed,
-    NoEndpoints,
-    SlowSpan,
-    ErrorLine,
-    WarningEvent,
-    Recovered,
+/// Lists every part with the kinds it emits, in the order the parts run (which is also the
+/// order that breaks ties between equally strong findings). Generates [`Fact`], [`Kind`], the
+/// dispatch from a fact to its kind's [`Payload`] impl, and the parts' list.
+macro_rules! registry {
+    ($($part:ident: [$($kind:ident),+ $(,)?]),+ $(,)?) => {
+        /// What a finding says: the typed payload of its kind.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        pub enum Fact {
+            $($($kind($part::$kind),)+)+
+        }
+
+        /// Which kind a finding is.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Kind {
+            $($($kind,)+)+
+        }
+
+        impl Kind {
+            /// Every kind, in the registry's order.
+            pub const ALL: &'static [Kind] = &[$($(Kind::$kind,)+)+];
+
+            /// What the kind declares about itself.
+            pub fn spec(self) -> &'static KindSpec {
+                match self {
+                    $($(Kind::$kind => &<$part::$kind as Payload>::SPEC,)+)+
+                }
+            }
+
+            /// A typical finding of this kind.
+            pub fn example(self) -> Fact {
+                match self {
+                    $($(Kind::$kind => Fact::$kind(<$part::$kind as Payload>::example()),)+)+
+                }
+            }
+
+            /// The part (file) that owns the kind.
+            pub fn part(self) -> &'static str {
+                match self {
+                    $($(Kind::$kind => stringify!($part),)+)+
+                }
+            }
+        }
+
+        impl Fact {
+            pub fn kind(&self) -> Kind {
+                match self {
+                    $($(Fact::$kind(_) => Kind::$kind,)+)+
+                }
+            }
+
+            pub fn title(&self) -> String {
+                match self {
+                    $($(Fact::$kind(p) => p.title(),)+)+
+                }
+            }
+
+            pub fn detail(&self) -> String {
+                match self {
+                    $($(Fact::$kind(p) => p.detail(),)+)+
+                }
+            }
+
+            pub fn subject(&self) -> Option<Subject> {
+                match self {
+                    $($(Fact::$kind(p) => p.subject(),)+)+
+                }
+            }
+
+            pub fn role(&self) -> Role {
+                match self {
+                    $($(Fact::$kind(p) => p.role(),)+)+
+                }
+            }
+
+            pub fn step(&self, scene: &Scene) -> String {
+                match self {
+                    $($(Fact::$kind(p) => p.step(scene),)+)+
+                }
+            }
+
+            fn explains(&self, effect: &Finding) -> bool {
+                match self {
+                    $($(Fact::$kind(p) => p.explains(effect),)+)+
+                }
+            }
+
+            fn merges_with(&self, other: &Fact) -> bool {
+                match (self, other) {
+                    $($((Fact::$kind(a), Fact::$kind(b)) => a.merges_with(b),)+)+
+                    _ => false,
+                }
+            }
+
+            fn merge_from(&mut self, other: &Fact) {
+                match (self, other) {
+                    $($((Fact::$kind(a), Fact::$kind(b)) => a.merge_from(b),)+)+
+                    _ => {}
+                }
+            }
+        }
+
+        $($(
+            impl From<$part::$kind> for Fact {
+                fn from(payload: $part::$kind) -> Self {
+                    Fact::$kind(payload)
+                }
+            }
+        )+)+
+
+        /// The parts, in the order they run.
+        const PARTS: &[Part] = &[$(Part { name: stringify!($part), detect: $part::detect },)+];
+    };
 }
 
-impl fmt::Display for DetectorKind {
+registry! {
+    jobs: [JobFailed],
+    containers: [OomKilled, CrashLine, Exited, CrashLoop],
+    config: [ConfigError],
+    images: [ImagePull],
+    scheduling: [Unschedulable],
+    certificates: [Certificate],
+    dependencies: [Dependency],
+    connections: [ConnectionsExhausted],
+    disk: [DiskFull],
+    disruptions: [Disrupted],
+    probes: [ProbeFailure],
+    nodes: [NodeNotReady, NodePressure],
+    volumes: [ProvisioningFailed, VolumeFailed, ClaimPending],
+    quota: [QuotaExceeded],
+    endpoints: [NoEndpoints],
+    autoscaler: [AutoscalerMaxed],
+    steps: [MetricStep, LoadGrowth],
+    changes: [Rollout, ScaleChange],
+    restarts: [RestartTrend],
+    memory: [MemoryGrowth],
+    throttling: [CpuThrottling],
+    spikes: [MetricSpike],
+    traces: [SlowSpan],
+    errors: [ErrorLine, WarningEvent],
+    recovery: [Recovered],
+}
+
+impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DetectorKind::OomKilled => "oom-killed",
-            DetectorKind::ConfigError => "config-error",
-            DetectorKind::ImagePull => "image-pull",
-            DetectorKind::Unschedulable => "unschedulable",
-            DetectorKind::CertificateError => "certificate",
-            DetectorKind::DependencyError => "dependency-connection",
-            DetectorKind::ConnectionsExhausted => "connections-exhausted",
-            DetectorKind::DiskPressure => "disk-pressure",
-            DetectorKind::ExitCode => "exit-code",
-            DetectorKind::ProbeFailure => "probe-failure",
-            DetectorKind::DeployInWindow => "deploy-in-window",
-            DetectorKind::MetricStepChange => "metric-step-change",
-            DetectorKind::JobFailed => "job-failed",
-            DetectorKind::CrashLoop => "crash-loop",
-            DetectorKind::MemoryGrowth => "memory-growth",
-            DetectorKind::CpuThrottling => "cpu-throttling",
-            DetectorKind::RestartTrend => "restart-trend",
-            DetectorKind::MetricSpike => "metric-spike",
-            DetectorKind::NodeNotReady => "node-not-ready",
-            DetectorKind::NodePressure => "node-pressure",
-            DetectorKind::VolumeProvisioning => "volume-provisioning",
-            DetectorKind::VolumeClaim => "volume-claim",
-            DetectorKind::VolumeFailed => "volume-failed",
-            DetectorKind::QuotaExceeded => "quota-exceeded",
-            DetectorKind::AutoscalerMaxed => "autoscaler-maxed",
-            DetectorKind::NoEndpoints => "no-endpoints",
-            DetectorKind::SlowSpan => "slow-span",
-            DetectorKind::ErrorLine => "error-line",
-            DetectorKind::WarningEvent => "warning-event",
-            DetectorKind::Recovered => "recovered",
-        })
+        f.write_str(self.spec().name)
     }
 }
 
-/// How sure the detector is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Confidence {
-    Low,
-    Medium,
-    High,
+/// One detector part: its name and its detection over a round's evidence.
+struct Part {
+    name: &'static str,
+    detect: fn(&Round<'_>) -> Vec<Finding>,
 }
 
-/// A verbatim quote from one evidence item.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Citation {
-    pub evidence: EvidenceId,
-    pub quote: String,
+/// What a part reads: the round's evidence, the alert's context, and what the parts before it
+/// found.
+pub struct Round<'a> {
+    pub evidence: &'a [Evidence],
+    pub ctx: &'a DetectionContext,
+    pub found: &'a [Finding],
+    /// The structural evidence, split per object (see [`Round::structural`]).
+    views: &'a [(Evidence, DetectionContext)],
 }
 
-/// What a detector found, with the evidence that proves it.
+impl Round<'_> {
+    /// Whether an earlier part saw a container or job fail: log lines explain a failure only
+    /// when the control plane shows one happened.
+    pub fn failure_observed(&self) -> bool {
+        self.found.iter().any(|f| {
+            matches!(
+                f.kind(),
+                Kind::CrashLoop | Kind::OomKilled | Kind::Exited | Kind::JobFailed
+            )
+        })
+    }
+
+    /// The round's structural evidence (object views and events), Kubernetes' own views first
+    /// so merged findings lead with their cleanest quotes; an event list about many objects is
+    /// split per object (see [`per_object`]). Split once a round, for every part.
+    pub fn structural(&self) -> &[(Evidence, DetectionContext)] {
+        self.views
+    }
+
+    /// The objects of `kind` (`Node`, `HorizontalPodAutoscaler`, …) the round's object views
+    /// hold (kubernetes-mcp-server's `resources_get` / `resources_list`, the API's JSON), each
+    /// with the evidence it came from.
+    pub fn objects(&self, kind: &str) -> Vec<(&Evidence, serde_json::Value)> {
+        self.evidence
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.capability,
+                    Capability::ObjectGet | Capability::ObjectList | Capability::Other(_)
+                )
+            })
+            .flat_map(|e| {
+                crate::kube::objects(&e.excerpt)
+                    .into_iter()
+                    .map(move |o| (e, o))
+            })
+            .filter(|(_, o)| crate::kube::str_at(o, "/kind") == Some(kind))
+            .collect()
+    }
+
+    /// The pods the round's descriptions and object views hold.
+    pub fn pods(&self) -> Vec<(&Evidence, serde_json::Value)> {
+        self.evidence
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.capability,
+                    Capability::PodDescribe | Capability::ObjectGet | Capability::ObjectList
+                )
+            })
+            .flat_map(|e| {
+                crate::kube::objects(&e.excerpt)
+                    .into_iter()
+                    .map(move |o| (e, o))
+            })
+            .filter(|(_, o)| crate::kube::str_at(o, "/kind").is_none_or(|k| k == "Pod"))
+            .collect()
+    }
+
+    /// Evidence of one capability.
+    pub fn of(&self, capability: Capability) -> impl Iterator<Item = &Evidence> {
+        self.evidence
+            .iter()
+            .filter(move |e| e.capability == capability)
+    }
+
+    /// Earlier findings of one kind.
+    pub fn found_of(&self, kind: Kind) -> impl Iterator<Item = &Finding> {
+        self.found.iter().filter(move |f| f.kind() == kind)
+    }
+}
+
+/// What a detector found: a typed fact, how sure, the lines that prove it, when, and whether
+/// it still stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    pub detector: DetectorKind,
-    /// Short headline, e.g. "Container `api` crash-looping: exit code 78".
-    pub title: String,
-    /// One or two sentences for the report.
-    pub detail: String,
+    pub fact: Fact,
     pub confidence: Confidence,
-    /// A detector-verified cause (true) or a symptom / suspicion (false). Only verified causes
-    /// may be stated as confirmed.
+    /// A detector-verified finding: the evidence shows it happened, by the kind's own rule
+    /// ([`KindSpec::verified_when`]). Only a verified cause may be stated as confirmed.
     pub verified: bool,
-    /// The pod, container, job or deployment the finding is about.
-    pub resource: Option<String>,
     pub refs: Vec<Citation>,
-    /// When it happened, when the detector can tell (deploy time, step start).
+    /// When it happened, when the detector can tell (deploy time, step start, an event).
     pub at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub standing: Standing,
 }
 
-/// Thresholds for the metric step-change detector.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StepChangeParams {
-    /// Points required on each side of the change.
-    pub min_points_each_side: usize,
-    /// After/before median ratio required.
-    pub min_ratio: f64,
-    /// After − before median required, in the series' unit.
-    pub min_absolute_increase: f64,
-    /// Share of points after the change that must stay above the midpoint ("sustained").
-    pub min_sustained_share: f64,
-}
-
-impl Default for StepChangeParams {
-    fn default() -> Self {
+impl Finding {
+    /// A current finding of `fact`, with no citations yet.
+    pub fn new(fact: impl Into<Fact>, confidence: Confidence, verified: bool) -> Self {
         Self {
-            min_points_each_side: 3,
-            min_ratio: 2.0,
-            min_absolute_increase: 0.01,
-            min_sustained_share: 0.8,
+            fact: fact.into(),
+            confidence,
+            verified,
+            refs: Vec::new(),
+            at: None,
+            standing: Standing::Current,
+        }
+    }
+
+    /// The same, citing `refs`.
+    pub fn citing(mut self, refs: Vec<Citation>) -> Self {
+        self.refs = refs;
+        self
+    }
+
+    /// The same, dated.
+    pub fn dated(mut self, at: Option<DateTime<Utc>>) -> Self {
+        self.at = at;
+        self
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.fact.kind()
+    }
+
+    pub fn title(&self) -> String {
+        self.fact.title()
+    }
+
+    /// The kind's detail, and why the finding is context when it no longer stands.
+    pub fn detail(&self) -> String {
+        let detail = self.fact.detail();
+        match self.standing.why() {
+            Some(why) => format!("{detail} ({why}.)"),
+            None => detail,
+        }
+    }
+
+    pub fn subject(&self) -> Option<Subject> {
+        self.fact.subject()
+    }
+
+    /// The name of the object it is about.
+    pub fn resource(&self) -> Option<String> {
+        self.subject().map(|s| s.name)
+    }
+
+    /// The part it plays: its kind's, unless it no longer stands (then context).
+    pub fn role(&self) -> Role {
+        match self.standing {
+            Standing::Current => self.fact.role(),
+            _ => Role::Context,
+        }
+    }
+
+    /// A current, verified cause: what may headline.
+    pub fn is_verified_cause(&self) -> bool {
+        self.verified && self.role() == Role::Cause
+    }
+
+    /// Whether this finding explains `effect` (its kind's rules).
+    pub fn explains(&self, effect: &Finding) -> bool {
+        !std::ptr::eq(self, effect) && self.fact.explains(effect)
+    }
+
+    /// The next step for it.
+    pub fn step(&self, scene: &Scene) -> String {
+        self.fact.step(scene)
+    }
+
+    /// Adds `citation` unless it is there or the finding has `max` already.
+    pub fn add_ref(&mut self, citation: Citation, max: usize) {
+        if self.refs.len() < max && !self.refs.contains(&citation) {
+            self.refs.push(citation);
         }
     }
 }
@@ -186,8 +426,12 @@ pub struct DetectionContext {
     /// workload being fully available again means what the alert saw has ended.
     pub about_replicas: bool,
     /// The alert is about a service's requests failing or slowing (error rate, latency,
-    /// timeouts): repeated failures in its logs corroborate it (see `logs`).
+    /// timeouts): repeated failures in its logs corroborate it (see `logscan`).
     pub service_level: bool,
+    /// What the alert is about, as a cause must explain it.
+    pub symptom: Symptom,
+    /// The node the alert names, when it names one.
+    pub alert_node: Option<String>,
 }
 
 impl Default for DetectionContext {
@@ -201,12 +445,15 @@ impl Default for DetectionContext {
             default_resource: None,
             about_replicas: false,
             service_level: false,
+            symptom: Symptom::Any,
+            alert_node: None,
         }
     }
 }
 
 impl DetectionContext {
-    /// Context for an alert: its start time and its pod/workload as the default resource.
+    /// Context for an alert: its start time, its pod/workload as the default resource, and its
+    /// symptom.
     pub fn for_alert(target: &AlertTarget) -> Self {
         Self {
             alert_start: target.starts_at,
@@ -217,6 +464,8 @@ impl DetectionContext {
                 .or_else(|| target.service.clone()),
             about_replicas: target.alertname.as_deref().is_some_and(about_replicas),
             service_level: is_service_level(target),
+            symptom: alert_symptom(target),
+            alert_node: target.node.clone(),
             ..Self::default()
         }
     }
@@ -236,17 +485,7 @@ pub fn is_service_level(target: &AlertTarget) -> bool {
     {
         return false;
     }
-    let words = [
-        &target.alertname,
-        &target.rule,
-        &target.summary,
-        &target.description,
-    ]
-    .iter()
-    .filter_map(|s| s.as_deref())
-    .collect::<Vec<_>>()
-    .join(" ")
-    .to_ascii_lowercase();
+    let words = alert_words(target);
     [
         "error",
         "5xx",
@@ -264,6 +503,133 @@ pub fn is_service_level(target: &AlertTarget) -> bool {
     .any(|w| words.contains(w))
 }
 
+/// The alert's name, rule, summary and description, lowercased.
+fn alert_words(target: &AlertTarget) -> String {
+    [
+        &target.alertname,
+        &target.rule,
+        &target.summary,
+        &target.description,
+    ]
+    .iter()
+    .filter_map(|s| s.as_deref())
+    .collect::<Vec<_>>()
+    .join(" ")
+    .to_ascii_lowercase()
+}
+
+/// What the alert is about, as a cause must explain it: from the catalogue's focus and the
+/// alert's name for a catalogue alert; from its name, then its summary and description, for
+/// another; [`Symptom::Any`] when they say nothing a symptom names.
+pub fn alert_symptom(target: &AlertTarget) -> Symptom {
+    use crate::catalogue::Focus;
+    let name = target
+        .alertname
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if let Some(rule) = target
+        .alertname
+        .as_deref()
+        .and_then(crate::catalogue::lookup)
+    {
+        return match rule.focus {
+            Focus::Pod => match symptom_in(&name, true) {
+                Symptom::Any | Symptom::Node => Symptom::Unavailable,
+                symptom => symptom,
+            },
+            Focus::Workload => Symptom::Unavailable,
+            Focus::Job => Symptom::JobFailed,
+            Focus::Node => Symptom::Node,
+            Focus::Volume => Symptom::Storage,
+            Focus::Autoscaler => Symptom::Saturation,
+            Focus::Quota
+            | Focus::ControlPlane
+            | Focus::Monitoring
+            | Focus::Network
+            | Focus::Other => Symptom::Any,
+        };
+    }
+    match symptom_in(&name, true) {
+        Symptom::Any => {
+            let text = [&target.summary, &target.description]
+                .iter()
+                .filter_map(|s| s.as_deref())
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_ascii_lowercase();
+            symptom_in(&text, false)
+        }
+        symptom => symptom,
+    }
+}
+
+/// The symptom `words` name. An alert's name may say it with one word (`JobFailed`,
+/// `ServiceDown`); its prose needs more, since `job`, `node` and `down` are in every
+/// Prometheus label set.
+fn symptom_in(words: &str, name: bool) -> Symptom {
+    let has = |needles: &[&str]| needles.iter().any(|n| words.contains(n));
+    if has(&[
+        "crashloop",
+        "crash loop",
+        "restart",
+        "oomkill",
+        "oom kill",
+        "crashing",
+        "out of memory",
+    ]) {
+        Symptom::Restarts
+    } else if has(&[
+        "job failed",
+        "jobfailed",
+        "cronjob",
+        "backoff limit",
+        "backofflimit",
+    ]) || (name && has(&["job", "cron"]))
+    {
+        Symptom::JobFailed
+    } else if has(&[
+        "pvc",
+        "volume",
+        "persistentvolume",
+        "filesystem",
+        "disk",
+        "inode",
+    ]) {
+        Symptom::Storage
+    } else if has(&["hpa", "autoscal", "throttl", "saturat", "cpu", "memory"]) {
+        Symptom::Saturation
+    } else if has(&["latency", "slow", "duration", "p99", "p95"]) {
+        Symptom::Latency
+    } else if has(&[
+        "error",
+        "5xx",
+        "availability",
+        "targetdown",
+        "target down",
+        "is down",
+    ]) || (name && has(&["down", "fail"]))
+    {
+        Symptom::Errors
+    } else if has(&[
+        "notready",
+        "not ready",
+        "pending",
+        "unavailable",
+        "replica",
+        "rollout",
+        "waiting",
+        "mismatch",
+        "stuck",
+    ]) {
+        Symptom::Unavailable
+    } else if has(&["node not ready", "nodenotready"]) || (name && has(&["node"])) {
+        Symptom::Node
+    } else {
+        Symptom::Any
+    }
+}
+
 /// Whether an alert of this name is about a workload's replicas: the catalogue's workload
 /// alerts (replica mismatches, stuck rollouts, generation mismatches), or a custom alert named
 /// for replicas or a rollout.
@@ -276,58 +642,49 @@ fn about_replicas(alertname: &str) -> bool {
             .any(|w| lower.contains(w))
 }
 
-/// Runs every detector over the round's evidence and returns merged, ranked findings.
+/// Runs every part over the round's evidence, decides each finding's standing, merges
+/// findings of one kind about one thing and ranks the rest.
 pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    // Kubernetes' own views first, so merged findings lead with their cleanest quotes.
-    let mut by_view: Vec<&Evidence> = evidence.iter().collect();
-    by_view.sort_by_key(|e| match e.capability {
-        crate::evidence::Capability::PodDescribe
-        | crate::evidence::Capability::ObjectGet
-        | crate::evidence::Capability::ObjectList => 0,
-        crate::evidence::Capability::Events => 1,
-        _ => 2,
-    });
-    for item in by_view {
-        for (part, part_ctx) in per_object(item, ctx) {
-            findings.extend(pod::detect(&part, &part_ctx));
-            findings.extend(objects::detect(&part, &part_ctx));
-        }
+    let views = structural_views(evidence, ctx);
+    let mut findings: Vec<Finding> = Vec::new();
+    for part in PARTS {
+        let round = Round {
+            evidence,
+            ctx,
+            found: &findings,
+            views: &views,
+        };
+        let found = (part.detect)(&round);
+        tracing::trace!(part = part.name, found = found.len(), "detector part ran");
+        findings.extend(found);
     }
-    // Log lines explain a failure only when the control plane shows one happened.
-    let failure_observed = findings.iter().any(|f| {
-        matches!(
-            f.detector,
-            DetectorKind::CrashLoop
-                | DetectorKind::OomKilled
-                | DetectorKind::ExitCode
-                | DetectorKind::JobFailed
-        )
-    });
-    findings.extend(logs::detect(evidence, ctx, failure_observed));
-    pod::attach_crash_lines(&mut findings, evidence, ctx);
-    for item in evidence {
-        findings.extend(metric::detect(item, ctx));
-    }
-    findings.extend(trend::detect_trends(evidence, ctx));
-    // The symptom's onset: a metric step that began before the alert fired.
-    let onset = findings
-        .iter()
-        .filter(|f| {
-            f.detector == DetectorKind::MetricStepChange && f.confidence == Confidence::High
-        })
-        .filter_map(|f| f.at)
-        .min();
-    findings.extend(deploy::detect_deploys_in_window(evidence, ctx, onset));
-    confirm_throttling(&mut findings, evidence);
-    link_dns_timeouts(&mut findings);
-    corroborate_with_events(&mut findings, evidence);
-    drop_past_crash_loops(&mut findings);
-    findings.extend(salient::detect(evidence, ctx));
-    deploy::correlate_with_steps(&mut findings, ctx);
+    let all = Round {
+        evidence,
+        ctx,
+        found: &[],
+        views: &views,
+    };
+    standing::decide(&mut findings, &all);
     let mut merged = merge(findings);
     rank_findings(&mut merged);
     merged
+}
+
+/// Object views and events, Kubernetes' own views first, each event list split per object.
+fn structural_views(
+    evidence: &[Evidence],
+    ctx: &DetectionContext,
+) -> Vec<(Evidence, DetectionContext)> {
+    let mut items: Vec<&Evidence> = evidence.iter().filter(|e| text::is_structural(e)).collect();
+    items.sort_by_key(|e| match e.capability {
+        Capability::PodDescribe | Capability::ObjectGet | Capability::ObjectList => 0,
+        Capability::Events => 1,
+        _ => 2,
+    });
+    items
+        .into_iter()
+        .flat_map(|item| per_object(item, ctx))
+        .collect()
 }
 
 /// An event list about many objects (a namespace's warnings), split into one part per involved
@@ -336,44 +693,36 @@ pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Findi
 /// Anything else is one part.
 fn per_object(item: &Evidence, ctx: &DetectionContext) -> Vec<(Evidence, DetectionContext)> {
     let whole = || vec![(item.clone(), ctx.clone())];
-    let names_object = item
-        .string_arg(&["fieldSelector"])
-        .is_some_and(|s| s.contains("involvedObject.name="));
-    if item.capability != crate::evidence::Capability::Events || names_object {
+    // Events fetched for one object are that object's.
+    let named = item.string_arg(&["fieldSelector"]).and_then(|selector| {
+        selector
+            .split(',')
+            .find_map(|term| term.trim().strip_prefix("involvedObject.name="))
+            .map(str::to_string)
+    });
+    if let Some(name) = named {
+        let mut part_ctx = ctx.clone();
+        part_ctx.default_resource = Some(name);
+        return vec![(item.clone(), part_ctx)];
+    }
+    if item.capability != Capability::Events {
         return whole();
     }
     let lines: Vec<&str> = item.excerpt.lines().collect();
-    let Some(indent) = lines
-        .iter()
-        .filter(|l| l.trim_start().starts_with("- "))
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-    else {
+    if !lines.iter().any(|l| l.trim_start().starts_with("- ")) {
         return whole();
-    };
-    let mut parts: Vec<(Option<String>, Vec<&str>)> = Vec::new();
-    for line in &lines {
-        if line.len() - line.trim_start().len() == indent && line.trim_start().starts_with("- ") {
-            parts.push((None, Vec::new()));
-        }
-        if let Some((name, block)) = parts.last_mut() {
-            let field = line.trim_start().trim_start_matches("- ");
-            if name.is_none()
-                && let Some(value) = field
+    }
+    text::event_blocks(&lines)
+        .into_iter()
+        .map(|block| {
+            // The involved object's name: the first `name:` of the event's block.
+            let name = block.iter().find_map(|line| {
+                let field = line.trim_start().trim_start_matches("- ");
+                field
                     .strip_prefix("Name:")
                     .or_else(|| field.strip_prefix("name:"))
-            {
-                *name = Some(value.trim().trim_matches(['"', '\'']).to_string());
-            }
-            block.push(line);
-        }
-    }
-    if parts.is_empty() {
-        return whole();
-    }
-    parts
-        .into_iter()
-        .map(|(name, block)| {
+                    .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
+            });
             let mut part = item.clone();
             part.excerpt = block.join("\n");
             let mut part_ctx = ctx.clone();
@@ -385,230 +734,28 @@ fn per_object(item: &Evidence, ctx: &DetectionContext) -> Vec<(Evidence, Detecti
         .collect()
 }
 
-/// A crash loop read only off a restart count is history when the container has since run
-/// cleanly: the recovery is the news, the old restarts are not a loop any more.
-fn drop_past_crash_loops(findings: &mut Vec<Finding>) {
-    let recovered: Vec<Option<String>> = findings
-        .iter()
-        .filter(|f| f.detector == DetectorKind::Recovered)
-        .map(|f| f.resource.clone())
-        .collect();
-    findings.retain(|f| {
-        let only_counts = f.refs.iter().all(|c| {
-            c.quote
-                .to_ascii_lowercase()
-                .replace(' ', "")
-                .contains("restartcount")
-        });
-        !(f.detector == DetectorKind::CrashLoop
-            && only_counts
-            && recovered
-                .iter()
-                .any(|r| same_resource(r.as_deref(), f.resource.as_deref())))
-    });
-}
-
-/// Lookups that time out at the cluster DNS and the DNS pod being CPU-throttled are one story:
-/// the throttled CoreDNS cannot answer in time. The throttling finding takes the timeout line
-/// as a citation (the DNS finding is then part of it), so the post says both.
-fn link_dns_timeouts(findings: &mut Vec<Finding>) {
-    let is_dns_pod = |f: &Finding| {
-        f.detector == DetectorKind::CpuThrottling
-            && [f.resource.as_deref().unwrap_or(""), f.title.as_str()]
-                .iter()
-                .any(|s| s.contains("coredns") || s.contains("kube-dns"))
-    };
-    let Some(timeouts) = findings.iter().position(|f| {
-        f.detector == DetectorKind::DependencyError && f.title.starts_with("DNS lookups time out")
-    }) else {
-        return;
-    };
-    let Some(throttled) = findings.iter().position(is_dns_pod) else {
-        return;
-    };
-    let timeout = findings.remove(timeouts);
-    let throttled = if timeouts < throttled {
-        throttled - 1
-    } else {
-        throttled
-    };
-    let finding = &mut findings[throttled];
-    finding.detail = format!(
-        "{} The application's DNS lookups time out at the cluster DNS meanwhile: {}",
-        finding.detail, timeout.detail
-    );
-    if let Some(citation) = timeout.refs.into_iter().next()
-        && !finding.refs.contains(&citation)
-    {
-        finding.refs.insert(1.min(finding.refs.len()), citation);
-    }
-}
-
-/// A failed or stuck object (a volume, a claim, a node) is explained further by the warnings
-/// that name it in their message: the attacher's "volume vol-… does not exist" says why a
-/// PersistentVolume failed. The first such message is cited with the finding.
-fn corroborate_with_events(findings: &mut [Finding], evidence: &[Evidence]) {
-    for finding in findings.iter_mut().filter(|f| {
-        matches!(
-            f.detector,
-            DetectorKind::VolumeFailed
-                | DetectorKind::VolumeClaim
-                | DetectorKind::VolumeProvisioning
-                | DetectorKind::NodeNotReady
-        )
-    }) {
-        // The object's names: its resource and the names its title quotes (a PV's own name
-        // when the resource is its claim).
-        let names: Vec<String> = finding
-            .resource
-            .iter()
-            .cloned()
-            .chain(
-                finding
-                    .title
-                    .split('`')
-                    .skip(1)
-                    .step_by(2)
-                    .map(str::to_string),
-            )
-            .filter(|n| n.len() >= 4)
-            .collect();
-        if names.is_empty() {
-            continue;
-        }
-        let message = evidence
-            .iter()
-            .filter(|e| e.capability == crate::evidence::Capability::Events)
-            .find_map(|e| {
-                e.excerpt
-                    .lines()
-                    .find(|l| {
-                        let t = l.trim_start().trim_start_matches("- ");
-                        (t.starts_with("Message:") || t.starts_with("message:"))
-                            && names.iter().any(|n| t.contains(n.as_str()))
-                            && !looks_like_injection(t)
-                    })
-                    .map(|l| (e, l))
-            });
-        let Some((item, line)) = message else {
-            continue;
-        };
-        let citation = cite(item, quote_line(line));
-        if finding.refs.contains(&citation) {
-            continue;
-        }
-        let message = line
-            .trim_start()
-            .trim_start_matches("- ")
-            .split_once(':')
-            .map_or(line, |(_, m)| m)
-            .trim()
-            .trim_matches(['"', '\''])
-            .replace("\\\"", "\"");
-        finding.detail = format!(
-            "{} Kubernetes reports: {}",
-            finding.detail,
-            error_chain_gist(&message)
-        );
-        finding.refs.insert(1.min(finding.refs.len()), citation);
-    }
-}
-
-/// A Go error chain (`outer: inner: innermost`) told once: the first link, then the last two
-/// (where the root error is), each repeated link once, without the trailing request details.
-fn error_chain_gist(message: &str) -> String {
-    const MAX_CHARS: usize = 300;
-    let first_line = message.split("\\n").next().unwrap_or(message);
-    let mut links: Vec<&str> = Vec::new();
-    for link in first_line.split(": ").map(str::trim) {
-        if !link.is_empty() && !links.iter().any(|l| l.eq_ignore_ascii_case(link)) {
-            links.push(link);
-        }
-    }
-    let whole = links.join(": ");
-    if whole.chars().count() <= MAX_CHARS || links.len() <= 3 {
-        return firstline_model::text::clip(&whole, MAX_CHARS, "…");
-    }
-    let tail = links[links.len() - 2..].join(": ");
-    firstline_model::text::clip(&format!("{}: …: {tail}", links[0]), MAX_CHARS, "…")
-}
-
-/// Sustained CPU throttling is a cause, not just a shape, when the pod's own spec shows the CPU
-/// limit it is throttled against: both are written by the system, not by the application.
-fn confirm_throttling(findings: &mut [Finding], evidence: &[Evidence]) {
-    for finding in findings
-        .iter_mut()
-        .filter(|f| f.detector == DetectorKind::CpuThrottling && f.confidence == Confidence::High)
-    {
-        // The throttled pod's own description (any pod's, when the finding names none).
-        let pod = finding.resource.clone();
-        let limit = evidence
-            .iter()
-            .filter(|e| e.capability == crate::evidence::Capability::PodDescribe)
-            .filter(|e| pod.as_deref().is_none_or(|p| e.excerpt.contains(p)))
-            .find_map(|e| {
-                let lines: Vec<&str> = e.excerpt.lines().collect();
-                let at = lines.iter().position(|l| {
-                    let t = l.trim();
-                    t == "limits:" || t == "Limits:"
-                })?;
-                lines[at + 1..lines.len().min(at + 4)]
-                    .iter()
-                    .find(|l| l.trim_start().starts_with("cpu:"))
-                    .map(|l| (e, l.trim().to_string()))
-            });
-        let Some((limit_evidence, line)) = limit else {
-            continue;
-        };
-        let value = line
-            .trim_start_matches("cpu:")
-            .trim()
-            .trim_matches('\'')
-            .to_string();
-        finding.verified = true;
-        finding.title = format!("{} against a CPU limit of {value}", finding.title);
-        finding.detail = format!(
-            "{} The container's CPU limit is {value}: it is throttled whenever it needs more, which \
-             slows every request it serves.",
-            finding.detail
-        );
-        finding.refs.push(cite(limit_evidence, line));
-    }
-}
-
-/// Verified causes first, then by confidence, then by how specific the detector is.
+/// Current findings first, then verified, then by confidence, then by the registry's order.
 pub fn rank_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        b.verified
-            .cmp(&a.verified)
+        (b.standing == Standing::Current)
+            .cmp(&(a.standing == Standing::Current))
+            .then(b.verified.cmp(&a.verified))
             .then(b.confidence.cmp(&a.confidence))
-            .then(a.detector.cmp(&b.detector))
+            .then(a.kind().cmp(&b.kind()))
     });
 }
 
-/// Joins findings of the same detector about the same resource (e.g. a crash loop seen in the
-/// describe output and in events): the stronger one is kept, citations are pooled.
+/// Most citations one merged finding keeps.
+const MAX_REFS: usize = 4;
+
+/// Joins findings of one kind about one thing (a crash loop seen in the describe output and in
+/// events; a dependency one pod and another log): the stronger is kept, citations are pooled.
 fn merge(findings: Vec<Finding>) -> Vec<Finding> {
-    const MAX_REFS: usize = 4;
     let mut out: Vec<Finding> = Vec::new();
     for finding in findings {
-        let same = out.iter_mut().find(|f| {
-            f.detector == finding.detector
-                && match f.detector {
-                    // One finding per dependency endpoint / per deploy, whichever pod saw it;
-                    // one per warning reason and object.
-                    DetectorKind::DependencyError
-                    | DetectorKind::ConnectionsExhausted
-                    | DetectorKind::DeployInWindow
-                    | DetectorKind::WarningEvent => f.title == finding.title,
-                    // Readiness and liveness failures are different findings.
-                    DetectorKind::ProbeFailure => {
-                        f.title.split_whitespace().next() == finding.title.split_whitespace().next()
-                            && same_resource(f.resource.as_deref(), finding.resource.as_deref())
-                    }
-                    _ => same_resource(f.resource.as_deref(), finding.resource.as_deref()),
-                }
-        });
+        let same = out
+            .iter_mut()
+            .find(|f| f.standing == finding.standing && f.fact.merges_with(&finding.fact));
         match same {
             Some(existing) => {
                 let (mut keep, other) = if (finding.verified, finding.confidence)
@@ -618,14 +765,11 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
                 } else {
                     (existing.clone(), finding)
                 };
+                keep.fact.merge_from(&other.fact);
                 for citation in other.refs {
-                    if keep.refs.len() < MAX_REFS && !keep.refs.contains(&citation) {
-                        keep.refs.push(citation);
-                    }
+                    keep.add_ref(citation, MAX_REFS);
                 }
-                if keep.resource.is_none() {
-                    keep.resource = other.resource;
-                }
+                keep.at = keep.at.or(other.at);
                 *existing = keep;
             }
             None => out.push(finding),
@@ -634,41 +778,7 @@ fn merge(findings: Vec<Finding>) -> Vec<Finding> {
     out
 }
 
-/// Resources match when equal, when one is unknown, when one is a pod of the other
-/// (`payments-api` and `payments-api-7d9f8c6b5-x2k4q`), or when both are replicas of one
-/// ReplicaSet (`…-7d9f8c6b5-x2k4q` and `…-7d9f8c6b5-h8r2m`).
-fn same_resource(a: Option<&str>, b: Option<&str>) -> bool {
-    let replica_set = |pod: &str| {
-        pod.rsplit_once('-')
-            .filter(|(_, suffix)| {
-                suffix.len() == 5 && suffix.chars().all(|c| c.is_ascii_alphanumeric())
-            })
-            .map(|(rs, _)| rs.to_string())
-            .filter(|rs| rs.contains('-'))
-    };
-    match (a, b) {
-        (Some(a), Some(b)) => {
-            a == b
-                || a.starts_with(&format!("{b}-"))
-                || b.starts_with(&format!("{a}-"))
-                || replica_set(a).is_some_and(|rs| replica_set(b) == Some(rs))
-        }
-        _ => true,
-    }
-}
-
-/// A citation of `quote` in `evidence`. Callers pass text cut from the evidence's excerpt, so
-/// the quote is verbatim by construction; the debug assertion guards that in tests.
-pub(crate) fn cite(evidence: &Evidence, quote: String) -> Citation {
-    debug_assert!(
-        evidence.excerpt.contains(&quote),
-        "quote must be verbatim: {quote:?}"
-    );
-    Citation {
-        evidence: evidence.id,
-        quote,
-    }
-}
-
+#[cfg(test)]
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

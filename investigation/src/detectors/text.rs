@@ -5,6 +5,7 @@
 use firstline_model::text::prefix;
 use std::sync::LazyLock;
 
+use chrono::{DateTime, Utc};
 use regex::Regex;
 
 use crate::evidence::{Capability, Evidence};
@@ -13,26 +14,18 @@ use crate::evidence::{Capability, Evidence};
 pub const MAX_QUOTE_CHARS: usize = 240;
 
 /// `Key:   value` (describe), `key: value` (YAML), `"key": "value",` (JSON), `- key: value`.
-static FIELD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s*(?:-\s+)?"?([A-Za-z][A-Za-z0-9 ]*?)"?\s*:\s*"?(.*?)"?,?\s*$"#)
-        .expect("static regex")
-});
+static FIELD: LazyLock<Regex> =
+    regex!(r#"^\s*(?:-\s+)?"?([A-Za-z][A-Za-z0-9 ]*?)"?\s*:\s*"?(.*?)"?,?\s*$"#);
 
 /// Text that tries to instruct a reader rather than report an event. Such lines are data: they
 /// are never chosen as a crash line and never make a finding on their own.
-static INJECTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)\b(ignore|disregard|forget|override)\b[^\n]{0,60}\b(previous|prior|above|earlier|all|your|any)\b[^\n]{0,40}\b(instructions?|prompts?|rules|guidelines|directions)\b|\bsystem prompt\b|\byou are now\b|\bnew instructions\b|\b(report|say|conclude|state) that the (root )?cause\b",
-    )
-    .expect("static regex")
-});
+static INJECTION: LazyLock<Regex> = regex!(
+    r"(?i)\b(ignore|disregard|forget|override)\b[^\n]{0,60}\b(previous|prior|above|earlier|all|your|any)\b[^\n]{0,40}\b(instructions?|prompts?|rules|guidelines|directions)\b|\bsystem prompt\b|\byou are now\b|\bnew instructions\b|\b(report|say|conclude|state) that the (root )?cause\b"
+);
 
-static DESCRIBE_CONTAINER_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^ {2,3}([A-Za-z0-9][A-Za-z0-9._-]*):\s*$").expect("static regex")
-});
-static YAML_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s*(?:-\s+)?"?name"?\s*:\s*"?([^"\s,]+)"?,?\s*$"#).expect("static regex")
-});
+static DESCRIBE_CONTAINER_HEADER: LazyLock<Regex> =
+    regex!(r"^ {2,3}([A-Za-z0-9][A-Za-z0-9._-]*):\s*$");
+static YAML_NAME: LazyLock<Regex> = regex!(r#"^\s*(?:-\s+)?"?name"?\s*:\s*"?([^"\s,]+)"?,?\s*$"#);
 
 /// A field on one line: the key normalised (lowercase, no spaces: `Exit Code` → `exitcode`) and
 /// the value without quotes.
@@ -93,6 +86,229 @@ pub fn quote_around(line: &str, end: usize) -> String {
     }
 }
 
+/// A verbatim quote of `line` that keeps the part that decides — the last match of `deciding`
+/// (a status code, a reason, the offending directive) — in view even when the line is longer
+/// than a quote may be; the whole line when it fits, or when nothing decides.
+pub fn quote_deciding(line: &str, deciding: &Regex) -> String {
+    match deciding.find_iter(line).last() {
+        Some(m) => quote_around(line, m.end()),
+        None => quote_line(line),
+    }
+}
+
+/// A `kubectl get` / `kubectl events` table: a header row of upper-case column names.
+pub fn is_table(lines: &[&str]) -> bool {
+    lines.first().is_some_and(|header| {
+        let columns: Vec<&str> = header.split_whitespace().collect();
+        columns.len() >= 3
+            && columns.first() == Some(&"NAME")
+            && columns.iter().all(|c| {
+                c.chars()
+                    .all(|ch| ch.is_ascii_uppercase() || "-()_".contains(ch))
+            })
+    })
+}
+
+/// A table's header and the rows about `target` (all rows when there is no target): a
+/// neighbour's row is not the target's.
+pub fn table_rows_about<'a>(lines: &[&'a str], target: Option<&str>) -> Vec<&'a str> {
+    let rows = lines.iter().skip(1).copied().filter(|row| {
+        let name = row.split_whitespace().next().unwrap_or("");
+        target.is_none_or(|target| super::same_resource(Some(target), Some(name)))
+    });
+    lines.iter().take(1).copied().chain(rows).collect()
+}
+
+/// The message of a log line: what follows its level word (timestamps, thread and logger names
+/// dropped), at most 120 characters.
+pub fn message_of(line: &str) -> String {
+    static LEVEL: LazyLock<Regex> =
+        regex!(r"\b(?:FATAL|CRITICAL|ERROR|ERR|SEVERE|WARN|WARNING|PANIC)\b\s*");
+    let rest = LEVEL.find(line).map_or(line, |m| &line[m.end()..]);
+    let rest = rest
+        .split_once(" : ")
+        .map_or(rest, |(_, message)| message)
+        .trim_start_matches([':', ' ', '\t', '-'])
+        .trim();
+    firstline_model::text::clip(&rest.replace('`', "'"), 120, "…")
+}
+
+/// Lines of the same error differing only in numbers, ids and times compare equal.
+pub fn normalise(line: &str) -> String {
+    line.chars()
+        .filter(|c| c.is_alphabetic() || c.is_whitespace())
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// An event list split into one block of lines per event (YAML list items), or one line per
+/// event for a table or a description's `Events:` rows.
+pub fn event_blocks<'a>(lines: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let item_indent = lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with("- "))
+        .map(|l| l.len() - l.trim_start().len())
+        .min();
+    let Some(indent) = item_indent else {
+        return lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| vec![*l])
+            .collect();
+    };
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    for line in lines {
+        if line.len() - line.trim_start().len() == indent && line.trim_start().starts_with("- ") {
+            blocks.push(Vec::new());
+        }
+        if let Some(block) = blocks.last_mut() {
+            block.push(line);
+        }
+    }
+    blocks
+}
+
+/// A field of one event's block (`Reason: Evicted`, `reason: Evicted`), the first of that
+/// name: its value unquoted, and the line it stands on (for citing).
+pub fn event_field<'a>(block: &[&'a str], key: &str) -> Option<(&'a str, &'a str)> {
+    block.iter().find_map(|line| {
+        let (name, value) = line.trim_start().trim_start_matches("- ").split_once(':')?;
+        name.eq_ignore_ascii_case(key)
+            .then(|| (value.trim().trim_matches(['"', '\'']), *line))
+    })
+}
+
+/// When the event holding line `index` of `lines` was last seen: its `Timestamp` /
+/// `lastTimestamp` / `eventTime` field in an event list, or the age column of a description's
+/// `Events:` row (`Warning  FailedScheduling  3m (x4 over 10m)  default-scheduler  …`) counted
+/// back from when the evidence was fetched.
+pub fn event_time(
+    lines: &[&str],
+    index: usize,
+    fetched_at: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let line = lines.get(index)?;
+    let blocks = event_blocks(lines);
+    let block = blocks
+        .iter()
+        .find(|b| b.iter().any(|l| std::ptr::eq(*l, *line)))?;
+    let stamped = block.iter().find_map(|l| {
+        let (key, value) = field(l)?;
+        matches!(
+            key.as_str(),
+            "timestamp" | "lasttimestamp" | "eventtime" | "lastseen"
+        )
+        .then(|| firstline_alert::timeparse::parse_timestamp(value))
+        .flatten()
+    });
+    if stamped.is_some() {
+        return stamped;
+    }
+    // A description's row: type, reason, age, from, message.
+    let mut columns = line.split_whitespace();
+    let (kind, _reason, age) = (columns.next()?, columns.next()?, columns.next()?);
+    if !matches!(kind, "Normal" | "Warning") {
+        return None;
+    }
+    let seconds = crate::kube::age_secs(age)?;
+    Some(fetched_at - chrono::Duration::seconds(i64::try_from(seconds).ok()?))
+}
+
+/// The index of the first of `lines` that `pattern` matches and that does not look like an
+/// injection.
+pub fn matching_line(lines: &[&str], pattern: &Regex) -> Option<usize> {
+    lines
+        .iter()
+        .position(|l| pattern.is_match(l) && !looks_like_injection(l))
+}
+
+/// The first excerpt line holding `needle` (a value read from an object), as a quote.
+pub fn line_with(evidence: &Evidence, needle: &str) -> Option<String> {
+    if needle.is_empty() {
+        return None;
+    }
+    evidence
+        .excerpt
+        .lines()
+        .find(|l| l.contains(needle) && !looks_like_injection(l))
+        .map(quote_line)
+        .filter(|q| !q.is_empty())
+}
+
+/// Cites the first line holding each of `needles` (values read from an object), up to three
+/// citations in all.
+pub fn cite_values(finding: &mut super::Finding, evidence: &Evidence, needles: &[&str]) {
+    for needle in needles {
+        if finding.refs.len() >= 3 {
+            break;
+        }
+        if let Some(quote) = line_with(evidence, needle)
+            && !finding.refs.iter().any(|c| c.quote == quote)
+        {
+            finding.refs.push(super::cite(evidence, quote));
+        }
+    }
+}
+
+/// The first Warning-event message of the round that names one of `names` (an object and the
+/// names its finding mentions), as (evidence, the message line, the message): the attacher's
+/// "volume vol-… does not exist" says why a PersistentVolume failed.
+pub fn event_naming<'a>(
+    evidence: &'a [Evidence],
+    names: &[&str],
+) -> Option<(&'a Evidence, &'a str, String)> {
+    let names: Vec<&&str> = names.iter().filter(|n| n.len() >= 4).collect();
+    if names.is_empty() {
+        return None;
+    }
+    evidence
+        .iter()
+        .filter(|e| e.capability == Capability::Events)
+        .find_map(|e| {
+            e.excerpt
+                .lines()
+                .find(|l| {
+                    let t = l.trim_start().trim_start_matches("- ");
+                    (t.starts_with("Message:") || t.starts_with("message:"))
+                        && names.iter().any(|n| t.contains(**n))
+                        && !looks_like_injection(t)
+                })
+                .map(|l| (e, l))
+        })
+        .map(|(e, line)| {
+            let message = line
+                .trim_start()
+                .trim_start_matches("- ")
+                .split_once(':')
+                .map_or(line, |(_, m)| m)
+                .trim()
+                .trim_matches(['"', '\''])
+                .replace("\\\"", "\"");
+            (e, line, error_chain_gist(&message))
+        })
+}
+
+/// A Go error chain (`outer: inner: innermost`) told once: the first link, then the last two
+/// (where the root error is), each repeated link once, without the trailing request details.
+pub fn error_chain_gist(message: &str) -> String {
+    const MAX_CHARS: usize = 300;
+    let first_line = message.split("\\n").next().unwrap_or(message);
+    let mut links: Vec<&str> = Vec::new();
+    for link in first_line.split(": ").map(str::trim) {
+        if !link.is_empty() && !links.iter().any(|l| l.eq_ignore_ascii_case(link)) {
+            links.push(link);
+        }
+    }
+    let whole = links.join(": ");
+    if whole.chars().count() <= MAX_CHARS || links.len() <= 3 {
+        return firstline_model::text::clip(&whole, MAX_CHARS, "…");
+    }
+    let tail = links[links.len() - 2..].join(": ");
+    firstline_model::text::clip(&format!("{}: …: {tail}", links[0]), MAX_CHARS, "…")
+}
+
 /// The severity a log line declares for itself (`level=warn`, `"level":"error"`, or a level word
 /// such as `WARN` / `ERROR` / `FATAL` near the start of the line, after a timestamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -104,14 +320,11 @@ pub enum LogLevel {
     Fatal,
 }
 
-static LEVEL_FIELD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(?:^|[\s{,])"?(?:level|lvl|severity)"?\s*[=:]\s*"?([A-Za-z]+)"#)
-        .expect("static regex")
-});
-static LEVEL_WORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|PANIC|EMERG)\b")
-        .expect("static regex")
-});
+static LEVEL_FIELD: LazyLock<Regex> =
+    regex!(r#"(?i)(?:^|[\s{,])"?(?:level|lvl|severity)"?\s*[=:]\s*"?([A-Za-z]+)"#);
+static LEVEL_WORD: LazyLock<Regex> = regex!(
+    r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|PANIC|EMERG)\b"
+);
 
 /// How far into a line a bare level word may start (after a timestamp and a bracketed thread
 /// or logger name) and still be the line's level rather than part of its message.
@@ -171,8 +384,7 @@ pub fn is_structural(evidence: &Evidence) -> bool {
     }
 }
 
-static JSON_LOG_LINE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#""line"\s*:\s*"((?:[^"\\]|\\.)*)""#).expect("static regex"));
+static JSON_LOG_LINE: LazyLock<Regex> = regex!(r#""line"\s*:\s*"((?:[^"\\]|\\.)*)""#);
 
 /// The log lines of an evidence item, each a verbatim slice of its excerpt: the excerpt's lines,
 /// or for a log store's JSON answer (`[{"line": "…"}]`) each entry's line as it appears in the
@@ -224,7 +436,8 @@ pub fn container_for_line(lines: &[&str], index: usize) -> Option<String> {
     if looks_like_object_dump(lines) {
         return yaml_item_name(lines, index);
     }
-    lines[..=index.min(lines.len().saturating_sub(1))]
+    lines
+        .get(..=index.min(lines.len().checked_sub(1)?))?
         .iter()
         .rev()
         .find_map(|l| DESCRIBE_CONTAINER_HEADER.captures(l))

@@ -13,12 +13,12 @@ use tokio::time::Instant;
 
 use crate::evidence::{Capability, Evidence, EvidenceId};
 use crate::excerpt::RoundBudget;
-use crate::state::Missing;
+use crate::missing::Missing;
 use crate::tools::{CapabilityRequest, EvidenceSource, Fetched};
 use firstline_redact::redact;
 
 use super::InvestigateOptions;
-use super::plan::{PlanStep, StepOutcome};
+use crate::plan::{PlanStep, StepOutcome};
 
 /// Makes evidence requests and keeps what they returned: ids in call order, excerpts within
 /// the round budget, failures as missing evidence, the plan as it ran.

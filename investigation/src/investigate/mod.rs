@@ -23,8 +23,7 @@
 //! budget.
 
 mod collect;
-pub mod kube;
-pub mod plan;
+mod found;
 mod pods;
 pub mod target;
 mod telemetry;
@@ -35,16 +34,17 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::catalogue;
-use crate::detectors::{Confidence, DetectionContext, Finding, run_detectors};
+use crate::detectors::{DetectionContext, Finding, Kind, Standing, rank_findings, run_detectors};
 use crate::excerpt::ExcerptLimits;
 use crate::tools::EvidenceSource;
 
 use super::state::{IncidentState, IncidentUpdate, Usage};
 
+pub use crate::plan::{PlanStep, StepOutcome, render_plan};
 pub use collect::Collector;
-pub use plan::{PlanStep, StepOutcome, render_plan};
+pub use found::Found;
 pub use pods::restart_signal;
-pub use walk::{Found, MAX_PODS};
+pub use walk::MAX_PODS;
 
 /// Bounds of the investigation.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,32 +136,30 @@ pub async fn investigate<E: EvidenceSource>(
 }
 
 /// A finding about an object the walk did not reach from the alert is context: it stays in the
-/// report, unconfirmed, at low confidence. A slow span is exempt: it was found in the alerting
-/// service's own requests, whichever service it runs in.
+/// report, never confirmed as this alert's cause. A slow span is exempt: it was found in the
+/// alerting service's own requests, whichever service it runs in; so are what the alert's
+/// objects depend on (a node, a dependency, a volume), which the explains rules link.
 fn demote_unrelated(findings: &mut [Finding], found: &Found) {
     if found.related.is_empty() {
         return;
     }
-    for finding in findings
-        .iter_mut()
-        .filter(|f| f.detector != crate::detectors::DetectorKind::SlowSpan)
-    {
-        let unrelated = finding.resource.as_deref().is_some_and(|resource| {
-            !found.related.iter().any(|r| {
-                resource == r
-                    || resource.starts_with(&format!("{r}-"))
-                    || r.starts_with(&format!("{resource}-"))
-            })
+    for finding in findings.iter_mut().filter(|f| {
+        f.standing == Standing::Current
+            && matches!(
+                f.subject().map(|s| s.kind),
+                Some(crate::detectors::ObjectKind::Pod | crate::detectors::ObjectKind::Workload)
+            )
+            && f.kind() != Kind::SlowSpan
+    }) {
+        let unrelated = finding.resource().is_some_and(|resource| {
+            !found
+                .related
+                .iter()
+                .any(|r| crate::detectors::same_pod(Some(&resource), Some(r)))
         });
         if unrelated && finding.verified {
-            finding.verified = false;
-            finding.confidence = Confidence::Low;
-            finding.detail = format!(
-                "{} (About `{}`, which the alert does not name: context, not this alert's cause.)",
-                finding.detail,
-                finding.resource.as_deref().unwrap_or_default()
-            );
+            finding.standing = Standing::Unrelated;
         }
     }
-    crate::detectors::rank_findings(findings);
+    rank_findings(findings);
 }

@@ -17,7 +17,7 @@ use crate::tools::{CapabilityRequest, EvidenceSource};
 
 use super::InvestigateOptions;
 use super::collect::Collector;
-use super::walk::Found;
+use super::found::Found;
 
 /// Points a range query asks for: enough to show a shape, few enough that one series fits an
 /// evidence excerpt (each point costs about 25 characters of the 3,500).
@@ -30,6 +30,14 @@ const LONG_WINDOW_HOURS: i64 = 48;
 const LOG_LINES: u32 = 50;
 /// Traces asked from Tempo.
 const TRACES: u32 = 20;
+/// Counters of requests served, as the common exporters name them.
+const REQUEST_COUNTERS: [&str; 5] = [
+    "nginx_ingress_controller_requests",
+    "istio_requests_total",
+    "http_requests_total",
+    "http_server_requests_seconds_count",
+    "http_server_request_duration_seconds_count",
+];
 
 /// Queries the alert's metric, resource metrics, Loki and Tempo, as far as they apply.
 pub async fn gather<E: EvidenceSource>(
@@ -144,6 +152,28 @@ pub async fn gather<E: EvidenceSource>(
             )
             .await;
         }
+    }
+
+    // Saturation and latency: did the load itself rise? The request rate the namespace serves,
+    // under the names the common exporters give it (ingress-nginx, Istio, Prometheus client
+    // libraries, Spring).
+    if let Some(namespace) = target.namespace.as_deref().filter(|_| {
+        matches!(
+            crate::detectors::alert_symptom(target),
+            crate::detectors::Symptom::Saturation | crate::detectors::Symptom::Latency
+        )
+    }) {
+        c.fetch(
+            range(
+                WINDOW_HOURS,
+                format!(
+                    "sum(rate({{__name__=~\"{}\", namespace=\"{namespace}\"}}[5m]))",
+                    REQUEST_COUNTERS.join("|")
+                ),
+            ),
+            "load: did the request rate rise before the alert?",
+        )
+        .await;
     }
 
     // The cluster DNS pod the application's lookups fail at: is it starved of CPU?

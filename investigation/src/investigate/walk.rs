@@ -27,13 +27,14 @@ use crate::tools::{CapabilityRequest, EvidenceSource};
 
 use super::InvestigateOptions;
 use super::collect::Collector;
-use super::kube::{
-    self, PodInfo, claim_of, jobs_of_cronjob, pod_of, pods_in_list, rank_pods, scale_target_of,
-    selector_of,
-};
+use super::found::Found;
 use super::pods::restart_signal;
 use super::target::{self, Start};
 use super::telemetry;
+use crate::kube::{
+    self, PodInfo, claim_of, jobs_of_cronjob, pod_of, pods_in_list, rank_pods, scale_target_of,
+    selector_of,
+};
 
 /// The most pods whose logs and events are read.
 pub const MAX_PODS: usize = 2;
@@ -41,27 +42,6 @@ pub const MAX_PODS: usize = 2;
 const MAX_CONTAINERS: usize = 2;
 /// The most nodes and claims followed.
 const MAX_FOLLOWED: usize = 2;
-
-/// What the walk found: the objects related to the alert, for attributing findings and for the
-/// report's next steps.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Found {
-    /// Pods inspected, in the order read.
-    pub pods: Vec<PodInfo>,
-    /// Names of every object the alert's targets led to (pods, workloads, nodes, claims,
-    /// services); findings about other objects are context, not the cause.
-    pub related: Vec<String>,
-    /// A cluster DNS pod inspected because the application's lookups failed there.
-    pub dns_pod: Option<PodInfo>,
-}
-
-impl Found {
-    fn relate(&mut self, name: &str) {
-        if !name.is_empty() && !self.related.iter().any(|r| r == name) {
-            self.related.push(name.to_string());
-        }
-    }
-}
 
 /// Walks from the alert's objects through the graph, within `c`'s budgets.
 pub async fn walk<E: EvidenceSource>(

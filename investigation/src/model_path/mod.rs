@@ -25,7 +25,6 @@ mod tools;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use firstline_llm::{
@@ -38,6 +37,7 @@ use crate::detectors::Confidence;
 use crate::evidence::EvidenceId;
 use crate::investigate::{Collector, InvestigateOptions, StepOutcome};
 use crate::judge::{MAX_QUESTIONS, check_claim, judge_report, presents_as_confirmed};
+use crate::model_run::ModelRun;
 use crate::report::{Cause, Claim, Report, UnsupportedClaim};
 use crate::state::IncidentState;
 use crate::tools::EvidenceSource;
@@ -48,8 +48,6 @@ pub use schema::{Decision, ModelCause, ModelClaim, ModelConfidence, ModelSummary
 /// A tool result longer than this is refused with "narrow the query" rather than cut to an
 /// excerpt the model cannot see the rest of.
 const OVERSIZED_CHARS: usize = 20_000;
-/// The `ModelRun::fallback` of a heartbeat alert: not a failure, nothing to do.
-pub const HEARTBEAT: &str = "heartbeat";
 /// A model claim's quote must hold at least this many non-space characters: `error` occurs in
 /// most evidence and proves nothing.
 const MIN_QUOTE_CHARS: usize = 12;
@@ -130,67 +128,6 @@ impl ModelPath {
     }
 }
 
-/// What the model path did in one round: stored on the round, counted in `/metrics`, and, when
-/// the model was not used, said in one line of the post.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelRun {
-    /// The model asked.
-    pub model: String,
-    /// Why the round fell back to the deterministic path (`LlmError::reason`), if it did.
-    pub fallback: Option<String>,
-    /// The error behind the fallback, in words (never a secret).
-    pub detail: Option<String>,
-    pub model_calls: u32,
-    /// Tool calls the model made.
-    pub tool_calls: u32,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Time spent waiting for the model (cached answers cost none).
-    pub latency_ms: u64,
-    /// Model claims the quote check rejected, with why.
-    pub dropped_claims: Vec<UnsupportedClaim>,
-    /// The model's verdict asked the thread instead of posting.
-    pub asked: bool,
-}
-
-impl ModelRun {
-    /// The model's work was used.
-    pub fn used(&self) -> bool {
-        self.fallback.is_none()
-    }
-
-    /// The post's one line about the model: what it did, or that it was not used and why.
-    pub fn note(&self) -> String {
-        match &self.fallback {
-            Some(reason) => format!(
-                "The model ({}) was not used: {}.",
-                self.model,
-                fallback_words(reason)
-            ),
-            None => {
-                let dropped = match self.dropped_claims.len() {
-                    0 => String::new(),
-                    1 => "; 1 claim it made was dropped (not in the evidence it cited)".to_string(),
-                    n => format!(
-                        "; {n} claims it made were dropped (not in the evidence they cited)"
-                    ),
-                };
-                format!(
-                    "Reviewed by {} ({} model calls, {} tool calls{dropped}).",
-                    self.model, self.model_calls, self.tool_calls
-                )
-            }
-        }
-    }
-}
-
-fn fallback_words(reason: &str) -> &'static str {
-    if reason == HEARTBEAT {
-        return "a heartbeat needs none";
-    }
-    LlmError::reason_in_words(reason).unwrap_or("it failed")
-}
-
 /// Runs the model path over a finished deterministic round. `cache_prefix` names the round
 /// (`<thread>/<round>`); answers are cached under it per step. Returns the state to post, with
 /// [`IncidentState::model`] set.
@@ -215,7 +152,7 @@ pub async fn refine<E: EvidenceSource, C: ReplyCache>(
             let mut done = state.clone();
             done.model = Some(ModelRun {
                 model: path.model().to_string(),
-                fallback: Some(HEARTBEAT.to_string()),
+                fallback: Some(crate::model_run::HEARTBEAT.to_string()),
                 ..ModelRun::default()
             });
             return done;
@@ -626,6 +563,8 @@ fn ground(
             },
             confirmed: false,
             claims,
+            explains: Vec::new(),
+            led_by: Vec::new(),
         };
         if presents_as_confirmed(&candidate) {
             dropped.push(UnsupportedClaim {

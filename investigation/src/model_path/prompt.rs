@@ -86,7 +86,7 @@ pub fn context(state: &IncidentState, fence: &Fence, evidence_chars: usize) -> S
                 out,
                 "- {status}, {:?} confidence: {}",
                 finding.confidence,
-                fence.wrap("finding", &finding.title)
+                fence.wrap("finding", &finding.title())
             );
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::fake::FakeSource;
 use super::*;
-use crate::detectors::DetectorKind;
+use crate::detectors::Kind;
 use crate::investigate::{InvestigateOptions, investigate};
 use crate::tools::CapabilityRequest;
 
@@ -139,23 +139,21 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
     let findings = &update.findings;
     let job_failed = findings
         .iter()
-        .find(|f| f.detector == DetectorKind::JobFailed)
+        .find(|f| f.kind() == Kind::JobFailed)
         .unwrap_or_else(|| panic!("no job-failed finding in {findings:#?}"));
     assert!(
-        job_failed.title.contains("BackoffLimitExceeded"),
+        job_failed.title().contains("BackoffLimitExceeded"),
         "{job_failed:?}"
     );
     assert!(
         findings
             .iter()
-            .any(|f| f.detector == DetectorKind::DependencyError && f.title.contains("reports-db")),
+            .any(|f| f.kind() == Kind::Dependency && f.title().contains("reports-db")),
         "{findings:#?}"
     );
     // The neighbour's CrashLoopBackOff in the pod list is not reported.
     assert!(
-        !findings
-            .iter()
-            .any(|f| f.detector == DetectorKind::CrashLoop),
+        !findings.iter().any(|f| f.kind() == Kind::CrashLoop),
         "{findings:#?}"
     );
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::detectors::{Confidence, DetectorKind};
+use crate::detectors::{Confidence, Kind};
 use crate::evidence::EvidenceId;
 
 fn id(n: u32) -> EvidenceId {
@@ -14,10 +14,12 @@ fn cause(statement: &str, confirmed: bool, claims: Vec<Claim>) -> Cause {
     Cause {
         statement: statement.to_string(),
         detail: String::new(),
-        detector: Some(DetectorKind::ExitCode),
+        detector: Some(Kind::Exited),
         confidence: Confidence::High,
         confirmed,
         claims,
+        explains: Vec::new(),
+        led_by: Vec::new(),
     }
 }
 
@@ -43,7 +45,14 @@ async fn accepts_the_summarised_crash_loop_report() {
     let verdict = judged(|r| r).await;
     assert!(verdict.grounded, "{verdict:#?}");
     assert!(verdict.unsupported_claims.is_empty());
-    assert!(verdict.reason.contains("exit-code"), "{}", verdict.reason);
+    // One story, one cause: the missing setting, with the exit code 78 it explains under it.
+    assert!(
+        verdict
+            .reason
+            .starts_with("1 detector-verified cause(s) (config-error)"),
+        "{}",
+        verdict.reason
+    );
 }
 
 #[tokio::test]
@@ -91,7 +100,7 @@ async fn rejects_confirmed_language_for_an_unverified_cause() {
             false,
             vec![claim(vec![id(1)], "Exit Code:    78")],
         );
-        guess.detector = Some(DetectorKind::DependencyError);
+        guess.detector = Some(Kind::Dependency);
         r.causes.push(guess);
         r
     })

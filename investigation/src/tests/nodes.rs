@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::fake::FakeSource;
 use super::*;
-use crate::detectors::DetectorKind;
+use crate::detectors::Kind;
 use crate::tools::CapabilityRequest;
 use firstline_model::ThreadContext;
 
@@ -199,7 +199,7 @@ async fn prompt_injection_in_a_log_changes_nothing() {
     assert_eq!(clean.requests(), injected.requests(), "no new tool calls");
     assert_eq!(a.grounded(), b.grounded());
     assert!(b.grounded());
-    let causes = |s: &IncidentState| -> Vec<(Option<DetectorKind>, String, bool)> {
+    let causes = |s: &IncidentState| -> Vec<(Option<Kind>, String, bool)> {
         s.report
             .as_ref()
             .map(|r| {
@@ -229,7 +229,7 @@ async fn alert_without_namespace_skips_cluster_steps_and_asks_which_environment(
     assert!(
         done.missing
             .iter()
-            .all(|m| m.kind == MissingKind::Skipped || m.capability == recall::memory())
+            .all(|m| m.kind == MissingKind::Skipped || m.capability == crate::prior::memory())
     );
     assert!(!done.grounded());
     assert_eq!(

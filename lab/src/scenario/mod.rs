@@ -34,7 +34,7 @@ pub use cluster::{
     PersistentVolumeClaimSpec, PersistentVolumeSpec, ResourceQuotaSpec, ServicePortSpec,
     ServiceSpec, StorageClassSpec, TaintSpec, TargetRefSpec,
 };
-pub use expect::{Expect, ExpectCheck, ExpectedVerdict};
+pub use expect::{Expect, ExpectCheck, ExpectedVerdict, HeadlineCheck, Reply};
 pub use pods::{
     ConditionSpec, ContainerSpec, ContainerStateSpec, EventSpec, LogSpec, ObjectRef, OwnerSpec,
     PodSpec, RunningSpec, TerminatedSpec, WaitingSpec,

@@ -181,10 +181,19 @@ fn expectations_match_case_insensitively() {
             vec!["analytics-exporter".into()],
         ],
         must_not_mention: vec!["DEPLOY_ENV".into()],
+        headline: Vec::new(),
     };
-    let ok = expect.check("Container was oomkilled in Analytics-Exporter", true);
+    let reply = |text, posted| Reply {
+        text,
+        posted,
+        causes: &[],
+    };
+    let ok = expect.check(&reply(
+        "Container was oomkilled in Analytics-Exporter",
+        true,
+    ));
     assert!(ok.passed(), "{ok:?}");
-    let bad = expect.check("deploy_env changed", false);
+    let bad = expect.check(&reply("deploy_env changed", false));
     assert!(!bad.verdict_ok);
     assert_eq!(bad.missing.len(), 2);
     assert_eq!(bad.forbidden, vec!["DEPLOY_ENV".to_string()]);

@@ -1,0 +1,58 @@
+//! TLS certificates failing verification, in the last words of a crashed container and in a
+//! running one's log.
+
+use crate::detectors::testing::{
+    DESCRIBE_EXIT_78, POD, assert_contains, ctx, describe, detect, find, log_of, previous_log,
+    shown,
+};
+use crate::detectors::{Confidence, Kind};
+
+#[test]
+fn certificate_errors() {
+    let log = "2025-03-04T14:02:00Z ERROR Post \"https://billing:8443/charge\": x509: certificate has expired or is not yet valid: current time 2025-03-04T14:02:00Z is after 2025-03-01T00:00:00Z\n";
+    let evidence = [describe(1, DESCRIBE_EXIT_78), previous_log(2, log)];
+    let findings = detect(&evidence, &ctx());
+    let cert = find(&findings, Kind::Certificate);
+    assert!(cert.verified);
+    assert!(
+        cert.title().contains("not yet valid") || cert.title().contains("expired"),
+        "{}",
+        cert.title()
+    );
+    assert!(cert.explains(find(&findings, Kind::CrashLoop)));
+
+    let unknown_ca = "level=error msg=\"tls: failed to verify certificate: x509: certificate signed by unknown authority\"\n";
+    let findings = detect(&[log_of(1, POD, unknown_ca)], &ctx());
+    let cert = find(&findings, Kind::Certificate);
+    assert_contains(&cert.title(), "unknown authority");
+    assert!(
+        !cert.verified,
+        "no observed failure: an observation, not a cause"
+    );
+    assert_eq!(cert.confidence, Confidence::Low);
+}
+
+#[test]
+fn go_x509_expired_or_not_yet_valid_is_read_from_current_time() {
+    let expired = "{\"level\":\"fatal\",\"ts\":\"2025-01-01T00:00:01.061Z\",\"msg\":\"cannot start consumer group notifications\",\"error\":\"tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:01Z is after 2024-12-31T23:00:00Z\"}\n";
+    let evidence = [describe(1, DESCRIBE_EXIT_78), previous_log(2, expired)];
+    let findings = detect(&evidence, &ctx());
+    let cert = find(&findings, Kind::Certificate);
+    assert_eq!(cert.title(), "TLS certificate expired");
+    assert!(cert.verified);
+    assert!(
+        shown(&cert.refs[0].quote).contains("certificate has expired"),
+        "{:?}",
+        cert.refs[0].quote
+    );
+
+    let early = "ERROR x509: certificate has expired or is not yet valid: current time 2025-01-01T00:00:01Z is before 2025-01-02T00:00:00Z\n";
+    let findings = detect(
+        &[describe(1, DESCRIBE_EXIT_78), previous_log(2, early)],
+        &ctx(),
+    );
+    assert_eq!(
+        find(&findings, Kind::Certificate).title(),
+        "TLS certificate not yet valid"
+    );
+}

@@ -1,0 +1,934 @@
+//! Containers that die: the kubelet's account of a pod's containers (`kubectl describe` text,
+//! YAML/JSON object dumps, event lists) — crash loops, exits and OOM kills — and the line a
+//! crashed process wrote last.
+//!
+//! | kind | role | verified when |
+//! |---|---|---|
+//! | [`OomKilled`] | cause | the kubelet reports `OOMKilled` (or exit 137 beside an OOM event) |
+//! | [`CrashLine`] | cause | a container of the pod crashed, and the line ends its log |
+//! | [`Exited`] | symptom; consequence for SIGTERM/SIGKILL and lost containers; cause when the runtime says why | the runtime's own message says why |
+//! | [`CrashLoop`] | symptom | never: a crash loop is *that* it dies, not why |
+//!
+//! What explains what: an OOM kill explains its container's exits, crash loop and restarts; a
+//! crash line explains its pod's exits and crash loop (and its Job's failure).
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use firstline_model::text::prefix;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::finding::{container_label, in_pod, pod_of_job};
+use super::logscan::LogScan;
+use super::text::{
+    below_error_level, container_for_line, error_chain_gist, field, field_value,
+    is_application_log, is_table, looks_like_injection, matching_line, message_of, object_name,
+    quote_from, quote_line, table_rows_about,
+};
+use super::{
+    Confidence, DetectionContext, Fact, Finding, Kind, KindSpec, ObjectKind, POD_FAILURES, Payload,
+    Role, Round, Scene, Subject, Symptom, cite, same_pod,
+};
+use crate::evidence::{Capability, Evidence};
+
+static CRASH_LOOP: LazyLock<Regex> = regex!(r"\bCrashLoopBackOff\b");
+static BACKOFF_RESTART: LazyLock<Regex> =
+    regex!(r"(?i)back-off \S+ ?restarting failed container(?:[= ]([A-Za-z0-9._-]+))?");
+static OOM_EVENT: LazyLock<Regex> =
+    regex!(r"(?i)\bOOMKill(?:ed|ing)\b|out of memory|memory cgroup out of memory");
+static CRASH_LINE: LazyLock<Regex> = regex!(
+    r"(?i)(\berr(or)?\b|\bfatal\b|\bpanic|exception\b|\bfail(ed|ure|s)?\b|\brefused\b|\bdenied\b|\bnot found\b|no such|\bmissing\b|\brequired\b|\binvalid\b|\bcannot\b|\bcan't\b|\bunable\b|could not|couldn't|\bundefined\b|not set\b|\bexpired\b|\btimed? ?out\b|\bkilled\b|\babort|segmentation|traceback|\bexit(ed|ing)?\b|x509|no space left)"
+);
+static STRONG_CRASH_LINE: LazyLock<Regex> =
+    regex!(r"^\s*(panic:|fatal error:|Exception in thread|FATAL\b)");
+static EXCEPTION_LINE: LazyLock<Regex> =
+    regex!(r"^\s*(?:[A-Za-z_][\w$]*\.)*[A-Z]\w*(?:Error|Exception)(?: \(|: )\S");
+/// A line that announces an error without saying what it is: the next line says.
+static BANNER: LazyLock<Regex> = regex!(
+    r"(?i)(?::\s*$|\(\d+ errors?\)\s*$|\b(?:configuration|config|settings?|arguments?|options?) (?:is )?(?:invalid|error|errors)\s*[.!]?\s*$|\bfailed to (?:start|load|parse|initiali[sz]e)\b[^:]*$|\berrors? (?:occurred|found)\b[^:]*$)"
+);
+/// The process starting to stop: errors after this are its teardown, not why it stopped.
+static TEARDOWN: LazyLock<Regex> = regex!(
+    r"(?i)\b(?:shutting down|shutdown (?:requested|initiated|started)|graceful(?:ly)? shut|stopping (?:server|service|application)|received (?:signal|SIGTERM|SIGINT)|terminating)\b"
+);
+/// A message that only says the process exits (`exiting {"code": 1}`, `aborting`).
+static ONLY_EXITS: LazyLock<Regex> = regex!(
+    r#"(?i)^(?:exit(?:ing|ed)?|shutting down|aborting|stopped|terminat(?:ing|ed)|bye)\b[^A-Za-z]*(?:code|status)?[^A-Za-z]*$"#
+);
+
+/// The termination reason the kubelet records when a container disappeared without a status
+/// (eviction, pod deletion, node loss); it comes with exit code 137 and a bookkeeping message.
+const CONTAINER_LOST: &str = "ContainerStatusUnknown";
+
+/// A container killed for running out of memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OomKilled {
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    pub exit_code: Option<i32>,
+    /// The container's memory limit as its spec says (`256Mi`).
+    pub limit: Option<String>,
+}
+
+impl Payload for OomKilled {
+    const SPEC: KindSpec = KindSpec {
+        name: "oom-killed",
+        role: Role::Cause,
+        verified_when: "the kubelet reports reason OOMKilled for the container, or exit code 137 \
+                        beside an OOM event",
+        accounts_for: &[
+            Symptom::Restarts,
+            Symptom::Unavailable,
+            Symptom::JobFailed,
+            Symptom::Errors,
+            Symptom::Saturation,
+        ],
+    };
+
+    fn example() -> Self {
+        Self {
+            pod: Some("api-7d9f8c6b5-x2k4q".into()),
+            container: Some("api".into()),
+            exit_code: Some(137),
+            limit: Some("256Mi".into()),
+        }
+    }
+
+    fn title(&self) -> String {
+        match self.exit_code {
+            Some(code) => format!(
+                "{} OOMKilled (exit code {code})",
+                container_label(self.container.as_deref())
+            ),
+            None => format!("{} OOMKilled", container_label(self.container.as_deref())),
+        }
+    }
+
+    fn detail(&self) -> String {
+        let code = self
+            .exit_code
+            .map(|c| format!(", exit code {c}"))
+            .unwrap_or_default();
+        format!(
+            "{}{} was killed for running out of memory (OOMKilled{code}){}.",
+            container_label(self.container.as_deref()),
+            in_pod(self.pod.as_deref()),
+            self.limit
+                .as_deref()
+                .map(|l| format!("; its memory limit is {l}"))
+                .unwrap_or_default()
+        )
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Subject::named(ObjectKind::Pod, self.pod.as_deref())
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        let which = self
+            .container
+            .as_deref()
+            .map_or("the container".to_string(), |c| format!("`{c}`"));
+        let now = self
+            .limit
+            .as_deref()
+            .map(|l| format!(" (now {l})"))
+            .unwrap_or_default();
+        format!(
+            "Check what {which} needs at peak (`container_memory_working_set_bytes` over the last \
+             hours): if it is a spike the limit{now} is too low for, raise it in {}; if it only \
+             grows, look for a leak first.",
+            scene.workload_ref
+        )
+    }
+
+    fn explains(&self, effect: &Finding) -> bool {
+        match &effect.fact {
+            Fact::Exited(e) => same_container(&self.pod, &self.container, &e.pod, &e.container),
+            Fact::CrashLoop(c) => same_container(&self.pod, &self.container, &c.pod, &c.container),
+            Fact::RestartTrend(r) => same_pod(self.pod.as_deref(), r.pod.as_deref()),
+            Fact::ProbeFailure(p) => same_pod(self.pod.as_deref(), p.pod.as_deref()),
+            // The kernel's SIGKILL leaves no last words: the log just stops.
+            Fact::CrashLine(c) => same_pod_or_unknown(self.pod.as_deref(), c.pod.as_deref()),
+            Fact::JobFailed(j) => pod_of_job(self.pod.as_deref(), j.job.as_deref()),
+            _ => false,
+        }
+    }
+}
+
+/// The line a crashed process wrote last (and the line after it when that one only announced
+/// an error).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashLine {
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    /// The line, verbatim.
+    pub line: String,
+    /// The line after a banner (`ERROR configuration invalid:`) that says what is wrong.
+    pub deciding: Option<String>,
+    /// Read from the previous (crashed) container's log rather than the current one.
+    pub from_previous: bool,
+    /// The container was stopped by a signal (exit 143 or 137) before it wrote this: its last
+    /// words are its teardown, a consequence of whatever sent the signal.
+    #[serde(default)]
+    pub after_signal: bool,
+}
+
+impl CrashLine {
+    /// What the process said, without its timestamp and level: the deciding line when the
+    /// crash line was a banner.
+    fn said(&self) -> String {
+        match &self.deciding {
+            Some(deciding) => format!(
+                "{} {}",
+                message_of(&self.line).trim_end_matches(':'),
+                deciding.trim()
+            ),
+            None => message_of(&self.line),
+        }
+    }
+}
+
+impl Payload for CrashLine {
+    const SPEC: KindSpec = KindSpec {
+        name: "crash-line",
+        role: Role::Cause,
+        verified_when: "a container of the pod crashed (a crash loop, an abnormal exit or a \
+                        failed job), the line ends its log and is logged at error level or above \
+                        (a consequence when a signal stopped the container first)",
+        accounts_for: POD_FAILURES,
+    };
+
+    fn example() -> Self {
+        Self {
+            pod: Some("api-7d9f8c6b5-x2k4q".into()),
+            container: Some("api".into()),
+            line:
+                "2025-03-04T14:02:02Z ERROR migration V58 failed: must be owner of table accounts"
+                    .into(),
+            deciding: None,
+            from_previous: true,
+            after_signal: false,
+        }
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "{} crashed: `{}`",
+            container_label(self.container.as_deref()),
+            prefix(&self.said(), 140)
+        )
+    }
+
+    fn detail(&self) -> String {
+        format!(
+            "The last error line in the {}{} before it failed: `{}`",
+            if self.from_previous {
+                "previous container's log"
+            } else {
+                "container log"
+            },
+            self.pod
+                .as_deref()
+                .map(|p| format!(" of `{p}`"))
+                .unwrap_or_default(),
+            prefix(self.line.trim(), 240)
+        )
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Subject::named(ObjectKind::Pod, self.pod.as_deref())
+    }
+
+    fn role(&self) -> Role {
+        if self.after_signal {
+            Role::Consequence
+        } else {
+            Role::Cause
+        }
+    }
+
+    fn merges_with(&self, other: &Self) -> bool {
+        same_pod(self.pod.as_deref(), other.pod.as_deref()) || self.line == other.line
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        format!(
+            "Fix what the crash line names, then read the crashed container's whole log to \
+             confirm nothing else failed: `{}`.",
+            scene.previous_log_command(self.pod.as_deref(), self.container.as_deref())
+        )
+    }
+
+    fn explains(&self, effect: &Finding) -> bool {
+        pod_failure_explains(self.pod.as_deref(), effect)
+    }
+}
+
+/// A container that exited with a non-zero code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exited {
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    pub code: i32,
+    /// The termination reason (`Error`, `StartError`, `ContainerStatusUnknown`).
+    pub reason: Option<String>,
+    /// The runtime's own message about why, when it gave one.
+    pub message: Option<String>,
+    /// When that termination finished.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The node the pod was on, where its description says.
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+impl Exited {
+    /// The kubelet lost track of the container (`ContainerStatusUnknown`): its node failed or
+    /// its pod was evicted or deleted.
+    pub fn lost(&self) -> bool {
+        self.reason.as_deref() == Some(CONTAINER_LOST)
+    }
+
+    /// Nothing in the termination itself says why (a log line may).
+    pub fn cause_unknown(&self) -> bool {
+        self.message.is_none() && !self.lost()
+    }
+
+    /// Killed by a signal from outside the process: SIGTERM (143) from a drain, a deadline, a
+    /// rollout or a failed liveness probe; SIGKILL (137) after one.
+    pub fn signalled(&self) -> bool {
+        matches!(self.code, 137 | 143) || self.lost()
+    }
+
+    fn meaning(&self) -> &'static str {
+        if self.lost() {
+            return "the kubelet lost track of the container (its pod was evicted, deleted or \
+                    its node failed); the exit code is a placeholder, not the process's own";
+        }
+        match self.code {
+            1 => "the application reported a general error",
+            2 => "misuse of a shell builtin or bad arguments",
+            78 => "configuration error (EX_CONFIG)",
+            126 => "the command is not executable",
+            127 => "command not found",
+            128 => "the container process could not be started",
+            134 => "aborted (SIGABRT)",
+            137 => "killed with SIGKILL (out of memory or a failed liveness probe)",
+            139 => "segmentation fault (SIGSEGV)",
+            143 => "terminated with SIGTERM (a drain, a deadline, a rollout or a liveness probe)",
+            _ => "the process failed",
+        }
+    }
+}
+
+impl Payload for Exited {
+    const SPEC: KindSpec = KindSpec {
+        name: "exit-code",
+        role: Role::Symptom,
+        verified_when: "the container runtime's own message says why the process ended",
+        accounts_for: POD_FAILURES,
+    };
+
+    fn example() -> Self {
+        Self {
+            pod: Some("api-7d9f8c6b5-x2k4q".into()),
+            container: Some("api".into()),
+            code: 78,
+            reason: Some("Error".into()),
+            message: None,
+            finished_at: None,
+            node: Some("worker-3".into()),
+        }
+    }
+
+    fn title(&self) -> String {
+        let reason = self
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        // The runtime's message is a Go error chain whose root comes last: told by its gist.
+        let said = self
+            .message
+            .as_deref()
+            .map(|m| format!(": {}", prefix(&error_chain_gist(m.trim()), 200)))
+            .unwrap_or_default();
+        format!(
+            "{} exited with code {}{reason}{said}",
+            container_label(self.container.as_deref()),
+            self.code
+        )
+    }
+
+    fn detail(&self) -> String {
+        let reason = self
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let mut detail = format!(
+            "{}{} exited with code {}{reason}: {}.",
+            container_label(self.container.as_deref()),
+            in_pod(self.pod.as_deref()),
+            self.code,
+            self.meaning()
+        );
+        if let Some(message) = &self.message {
+            detail.push_str(&format!(" The runtime reported: {message}"));
+        }
+        detail
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Subject::named(ObjectKind::Pod, self.pod.as_deref())
+    }
+
+    fn role(&self) -> Role {
+        if self.message.is_some() {
+            Role::Cause
+        } else if self.signalled() {
+            Role::Consequence
+        } else {
+            Role::Symptom
+        }
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        if self.message.is_some() {
+            return format!(
+                "Fix what the runtime reports in {}'s container spec (command, image, \
+                 entrypoint) and roll out; `kubectl -n {} describe pod {}` shows the message.",
+                scene.owner(),
+                scene.namespace,
+                self.pod
+                    .as_deref()
+                    .or(scene.pod.as_deref())
+                    .unwrap_or("<pod>")
+            );
+        }
+        format!(
+            "Read the crashed container's whole log: `{}`.",
+            scene.previous_log_command(self.pod.as_deref(), self.container.as_deref())
+        )
+    }
+
+    fn explains(&self, effect: &Finding) -> bool {
+        self.message.is_some()
+            && matches!(&effect.fact, Fact::CrashLoop(c)
+                if same_container(&self.pod, &self.container, &c.pod, &c.container))
+    }
+}
+
+/// A container the kubelet keeps restarting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashLoop {
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    pub restarts: Option<u32>,
+    /// The status says `CrashLoopBackOff` (not only a restart count).
+    pub backing_off: bool,
+    /// A `BackOff` event: the kubelet is delaying restarts.
+    pub backoff_event: bool,
+}
+
+impl Payload for CrashLoop {
+    const SPEC: KindSpec = KindSpec {
+        name: "crash-loop",
+        role: Role::Symptom,
+        verified_when: "never: a crash loop shows that a container dies, not why",
+        accounts_for: &[Symptom::Restarts, Symptom::Unavailable, Symptom::Errors],
+    };
+
+    fn example() -> Self {
+        Self {
+            pod: Some("api-7d9f8c6b5-x2k4q".into()),
+            container: Some("api".into()),
+            restarts: Some(5),
+            backing_off: true,
+            backoff_event: true,
+        }
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "{} crash-looping (CrashLoopBackOff)",
+            container_label(self.container.as_deref())
+        )
+    }
+
+    fn detail(&self) -> String {
+        let mut detail = format!(
+            "{}{} is crash-looping",
+            container_label(self.container.as_deref()),
+            in_pod(self.pod.as_deref())
+        );
+        if self.backing_off {
+            detail.push_str(" (CrashLoopBackOff)");
+        }
+        if let Some(n) = self.restarts.filter(|n| *n > 0) {
+            detail.push_str(&format!("; restarted {n} times"));
+        }
+        if self.backoff_event {
+            detail.push_str("; the kubelet is backing off restarts");
+        }
+        detail.push('.');
+        detail
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Subject::named(ObjectKind::Pod, self.pod.as_deref())
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        format!(
+            "Read the crashed container's whole log: `{}`.",
+            scene.previous_log_command(self.pod.as_deref(), self.container.as_deref())
+        )
+    }
+}
+
+/// Whether a failure a pod's own log or status shows (a missing setting, a refused dependency,
+/// an expired certificate, a full disk, the line it crashed on) explains `effect`: that pod's
+/// exits nothing else explains, its crash loop, restarts, crash line and failing probes, and
+/// the Job it runs for. A pod either side does not name matches, except for a Job (see
+/// [`pod_of_job`]).
+pub fn pod_failure_explains(pod: Option<&str>, effect: &Finding) -> bool {
+    let same = |other: &Option<String>| same_pod_or_unknown(pod, other.as_deref());
+    match &effect.fact {
+        Fact::Exited(e) => e.cause_unknown() && same(&e.pod),
+        Fact::CrashLoop(c) => same(&c.pod),
+        Fact::RestartTrend(r) => same(&r.pod),
+        Fact::CrashLine(c) => same(&c.pod),
+        Fact::ProbeFailure(p) => same(&p.pod),
+        Fact::JobFailed(j) => pod_of_job(pod, j.job.as_deref()),
+        _ => false,
+    }
+}
+
+/// The same container, where both say which (an unknown container matches).
+fn same_container(
+    pod_a: &Option<String>,
+    container_a: &Option<String>,
+    pod_b: &Option<String>,
+    container_b: &Option<String>,
+) -> bool {
+    same_pod_or_unknown(pod_a.as_deref(), pod_b.as_deref())
+        && match (container_a, container_b) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+}
+
+/// The same pod, or one of the two is not named.
+fn same_pod_or_unknown(a: Option<&str>, b: Option<&str>) -> bool {
+    a.is_none() || b.is_none() || same_pod(a, b)
+}
+
+/// Crash loops, exits and OOM kills in the round's structural evidence, then the crash line of
+/// a container that crashed.
+pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (evidence, ctx) in round.structural() {
+        let lines: Vec<&str> = evidence.excerpt.lines().collect();
+        let Some(scan) = Scan::new(evidence, &lines, ctx) else {
+            continue;
+        };
+        out.extend(scan.crash_loop());
+        out.extend(scan.terminations());
+    }
+    // A termination the runtime explained itself (a command not found) needs no log line.
+    let explained: Vec<Option<String>> = out
+        .iter()
+        .filter(|f| f.kind() == Kind::Exited && f.verified)
+        .map(Finding::resource)
+        .collect();
+    let crashed: Vec<Option<String>> = out
+        .iter()
+        .chain(round.found_of(Kind::JobFailed))
+        .filter(|f| matches!(f.kind(), Kind::CrashLoop | Kind::JobFailed | Kind::Exited))
+        .map(Finding::resource)
+        .filter(|pod| {
+            !explained
+                .iter()
+                .any(|e| super::same_resource(e.as_deref(), pod.as_deref()))
+        })
+        .collect();
+    let signalled: Vec<Option<String>> = out
+        .iter()
+        .filter_map(|f| match &f.fact {
+            Fact::Exited(e) if e.signalled() => Some(e.pod.clone()),
+            _ => None,
+        })
+        .collect();
+    if !crashed.is_empty() {
+        out.extend(crash_line(round, &crashed, &signalled));
+    }
+    out
+}
+
+/// One structural evidence item, as lines: for a `kubectl get` table only the rows about the
+/// alert's object, so a neighbour's CrashLoopBackOff is not reported as the target's.
+pub(super) struct Scan<'a> {
+    evidence: &'a Evidence,
+    lines: Vec<&'a str>,
+    pod: Option<String>,
+    /// The node a description places the pod on (`Node: worker-3/10.0.1.23`).
+    node: Option<String>,
+}
+
+impl<'a> Scan<'a> {
+    pub(super) fn new(
+        evidence: &'a Evidence,
+        lines: &[&'a str],
+        ctx: &DetectionContext,
+    ) -> Option<Self> {
+        let mut pod = object_name(evidence).or_else(|| ctx.default_resource.clone());
+        let lines = if is_table(lines) {
+            let rows = table_rows_about(lines, ctx.default_resource.as_deref());
+            if rows.len() <= 1 {
+                return None;
+            }
+            if rows.len() == 2 {
+                pod = rows[1].split_whitespace().next().map(str::to_string);
+            }
+            rows
+        } else {
+            lines.to_vec()
+        };
+        let node = lines
+            .iter()
+            .find_map(|l| field_value(l, "node"))
+            .and_then(|v| v.split('/').next())
+            .filter(|n| !n.is_empty() && *n != "<none>")
+            .map(str::to_string);
+        Some(Self {
+            evidence,
+            lines,
+            pod,
+            node,
+        })
+    }
+
+    fn finding(&self, fact: impl Into<Fact>, verified: bool, confidence: Confidence) -> Finding {
+        Finding::new(fact, confidence, verified)
+    }
+
+    fn crash_loop(&self) -> Option<Finding> {
+        let reason = matching_line(&self.lines, &CRASH_LOOP);
+        let backoff = matching_line(&self.lines, &BACKOFF_RESTART);
+        let restarts = self
+            .lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                field_value(l, "restartcount")
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .map(|n| (i, n))
+            })
+            .max_by_key(|(_, n)| *n);
+        let many_restarts = restarts.filter(|(_, n)| *n >= 3);
+        if reason.is_none() && backoff.is_none() && many_restarts.is_none() {
+            return None;
+        }
+        let container = reason
+            .and_then(|i| container_for_line(&self.lines, i))
+            .or_else(|| {
+                backoff.and_then(|i| {
+                    BACKOFF_RESTART
+                        .captures(self.lines[i])
+                        .and_then(|c| c.get(1).map(|m| m.as_str().to_string()))
+                })
+            })
+            .or_else(|| restarts.and_then(|(i, _)| container_for_line(&self.lines, i)));
+        let mut finding = self.finding(
+            CrashLoop {
+                pod: self.pod.clone(),
+                container,
+                restarts: restarts.map(|(_, n)| n),
+                backing_off: reason.is_some(),
+                backoff_event: backoff.is_some(),
+            },
+            false,
+            Confidence::High,
+        );
+        for index in [reason, backoff, many_restarts.map(|(i, _)| i)]
+            .into_iter()
+            .flatten()
+        {
+            let line = self.lines[index];
+            let quote = match BACKOFF_RESTART.find(line) {
+                Some(m) => quote_from(line, m.start()),
+                None => quote_line(line),
+            };
+            finding.refs.push(cite(self.evidence, quote));
+        }
+        Some(finding)
+    }
+
+    /// OOM kills and other non-zero exits, from `Exit Code:` / `exitCode:` lines and the
+    /// `Reason` / `Message` fields of the same termination.
+    fn terminations(&self) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let mut seen_containers: Vec<Option<String>> = Vec::new();
+        for (index, line) in self.lines.iter().enumerate() {
+            let Some(code) = field_value(line, "exitcode").and_then(|v| v.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if code == 0 {
+                continue;
+            }
+            let container = container_for_line(&self.lines, index);
+            if seen_containers.contains(&container) {
+                continue;
+            }
+            seen_containers.push(container.clone());
+            let reason = self.sibling_field(index, "reason");
+            let message = self.sibling_field(index, "message");
+            let finished_at = self
+                .sibling_field(index, "finishedat")
+                .or_else(|| self.sibling_field(index, "finished"))
+                .and_then(|(_, v)| {
+                    let v = v.trim_matches('"');
+                    DateTime::parse_from_rfc3339(v)
+                        .or_else(|_| DateTime::parse_from_rfc2822(v))
+                        .ok()
+                })
+                .map(|t| t.with_timezone(&Utc));
+            let reason_text = reason.map(|(_, v)| v);
+            let oom = reason_text == Some("OOMKilled")
+                || (code == 137 && self.lines.iter().any(|l| OOM_EVENT.is_match(l)));
+            if oom {
+                let limit = self.memory_limit(container.as_deref());
+                let mut finding = self
+                    .finding(
+                        OomKilled {
+                            pod: self.pod.clone(),
+                            container,
+                            exit_code: Some(code),
+                            limit: limit.map(|(_, l)| l.to_string()),
+                        },
+                        true,
+                        Confidence::High,
+                    )
+                    .dated(finished_at);
+                for index in [reason.map(|(i, _)| i), Some(index), limit.map(|(i, _)| i)]
+                    .into_iter()
+                    .flatten()
+                {
+                    finding
+                        .refs
+                        .push(cite(self.evidence, quote_line(self.lines[index])));
+                }
+                out.push(finding);
+                continue;
+            }
+            let lost = reason_text == Some(CONTAINER_LOST);
+            let usable_message = message
+                .filter(|(_, m)| !m.is_empty() && !looks_like_injection(m))
+                .filter(|_| !lost);
+            let verified = usable_message.is_some();
+            let mut finding = self
+                .finding(
+                    Exited {
+                        pod: self.pod.clone(),
+                        container,
+                        code,
+                        reason: reason_text.map(str::to_string),
+                        message: usable_message.map(|(_, m)| m.to_string()),
+                        finished_at,
+                        node: self.node.clone(),
+                    },
+                    verified,
+                    if verified {
+                        Confidence::High
+                    } else {
+                        Confidence::Medium
+                    },
+                )
+                .dated(finished_at);
+            for index in [
+                Some(index),
+                reason.map(|(i, _)| i),
+                usable_message.map(|(i, _)| i),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                finding
+                    .refs
+                    .push(cite(self.evidence, quote_line(self.lines[index])));
+            }
+            out.push(finding);
+        }
+
+        if out.iter().all(|f| f.kind() != Kind::OomKilled)
+            && let Some(index) = self.lines.iter().position(|l| {
+                OOM_EVENT.is_match(l) && !looks_like_injection(l) && !l.contains("--")
+            })
+        {
+            let mut finding = self.finding(
+                OomKilled {
+                    pod: self.pod.clone(),
+                    container: None,
+                    exit_code: None,
+                    limit: None,
+                },
+                true,
+                Confidence::High,
+            );
+            finding
+                .refs
+                .push(cite(self.evidence, quote_line(self.lines[index])));
+            out.push(finding);
+        }
+        out
+    }
+
+    /// A field of the same termination as the line at `index`: same indentation, within a few
+    /// lines, not past another state block. (Describe lists Reason above Exit Code; YAML sorts
+    /// keys, so `reason` comes below `exitCode`.)
+    fn sibling_field(&self, index: usize, key: &str) -> Option<(usize, &'a str)> {
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let own_indent = indent(self.lines[index]);
+        let same_block = |i: usize| {
+            let l = self.lines[i];
+            !l.trim().is_empty() && indent(l) == own_indent
+        };
+        let below = (index + 1..self.lines.len().min(index + 8)).take_while(|&i| same_block(i));
+        let above = (index.saturating_sub(7)..index)
+            .rev()
+            .take_while(|&i| same_block(i));
+        above
+            .chain(below)
+            .find_map(|i| field_value(self.lines[i], key).map(|v| (i, v)))
+    }
+
+    /// The memory limit of a container: `Limits:` / `limits:` followed by `memory: …`.
+    fn memory_limit(&self, container: Option<&str>) -> Option<(usize, &'a str)> {
+        self.lines.iter().enumerate().find_map(|(i, l)| {
+            let (key, value) = field(l)?;
+            if key != "limits" || !value.is_empty() {
+                return None;
+            }
+            if container.is_some() && container_for_line(&self.lines, i).as_deref() != container {
+                return None;
+            }
+            (i + 1..self.lines.len().min(i + 4))
+                .find_map(|j| field_value(self.lines[j], "memory").map(|v| (j, v)))
+        })
+    }
+}
+
+/// The line that best explains why a process died: a raised exception if there is one, a Go
+/// panic / fatal line (or a line logged at fatal level), otherwise the last error-ish line —
+/// preferring lines not logged below error level, so `INFO exiting with status 1` does not
+/// hide the error before it. Tool errors and injection text are never chosen. Returns the
+/// line's index among `lines`.
+pub(super) fn crash_line_index(lines: &[(usize, &str)]) -> Option<usize> {
+    use super::text::{LogLevel, log_level};
+    let says_something = |l: &str| !ONLY_EXITS.is_match(&message_of(l));
+    let error_level = |l: &str| !below_error_level(l) && CRASH_LINE.is_match(l);
+    // Errors logged once the process began to stop are its teardown, not its reason.
+    let teardown = lines
+        .iter()
+        .position(|(_, l)| TEARDOWN.is_match(l))
+        .filter(|&t| lines[..t].iter().any(|(_, l)| error_level(l)))
+        .unwrap_or(lines.len());
+    // A raised exception names what failed more precisely than the summary logged after it
+    // (`botocore…ClientError: … AccessDenied …` before `CRITICAL export failed; aborting`).
+    lines[..teardown]
+        .iter()
+        .rposition(|(_, l)| EXCEPTION_LINE.is_match(l))
+        .or_else(|| {
+            lines.iter().position(|(_, l)| {
+                (STRONG_CRASH_LINE.is_match(l) || log_level(l) == Some(LogLevel::Fatal))
+                    && says_something(l)
+            })
+        })
+        .or_else(|| {
+            lines[..teardown]
+                .iter()
+                .rposition(|(_, l)| error_level(l) && says_something(l))
+        })
+        .or_else(|| {
+            lines
+                .iter()
+                .rposition(|(_, l)| error_level(l) && says_something(l))
+        })
+        .or_else(|| lines.iter().rposition(|(_, l)| CRASH_LINE.is_match(l)))
+}
+
+/// The crash line of the first log (the previous container's first, then the current) of a
+/// pod that crashed.
+fn crash_line(
+    round: &Round<'_>,
+    crashed: &[Option<String>],
+    signalled: &[Option<String>],
+) -> Option<Finding> {
+    let logs_in_order = round.of(Capability::PodLogsPrevious).chain(
+        round
+            .evidence
+            .iter()
+            .filter(|e| is_application_log(e) && e.capability != Capability::PodLogsPrevious),
+    );
+    for log in logs_in_order {
+        let scan = LogScan::new(log, round);
+        let relevant = crashed
+            .iter()
+            .any(|r| super::same_resource(r.as_deref(), scan.pod.as_deref()));
+        if !relevant {
+            continue;
+        }
+        let Some(at) = crash_line_index(&scan.lines) else {
+            continue;
+        };
+        let (_, line) = scan.lines[at];
+        // The line after a banner, or an indented continuation, says what is wrong.
+        let deciding = scan
+            .lines
+            .get(at + 1)
+            .map(|(_, next)| *next)
+            .filter(|next| {
+                !next.trim().is_empty()
+                    && (BANNER.is_match(line) || next.starts_with(char::is_whitespace))
+            });
+        let from_previous = log.capability == Capability::PodLogsPrevious;
+        let container = log
+            .string_arg(&["container", "container_name"])
+            .map(str::to_string);
+        let mut refs = vec![cite(log, quote_line(line))];
+        if let Some(deciding) = deciding {
+            refs.push(cite(log, quote_line(deciding)));
+        }
+        let after_signal = signalled
+            .iter()
+            .any(|p| super::same_resource(p.as_deref(), scan.pod.as_deref()));
+        return Some(
+            Finding::new(
+                CrashLine {
+                    pod: scan.pod.clone(),
+                    container,
+                    line: quote_line(line),
+                    deciding: deciding.map(quote_line),
+                    from_previous,
+                    after_signal,
+                },
+                if from_previous {
+                    Confidence::High
+                } else {
+                    Confidence::Medium
+                },
+                // A line the process logged below error level is, by its own account, not why
+                // it died.
+                !below_error_level(line),
+            )
+            .citing(refs),
+        );
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,230 @@
+//! Dependencies an application cannot reach: connections refused, reset or timing out, and
+//! DNS lookups that fail or time out, one finding per endpoint, from application logs.
+//!
+//! | kind | role | verified when |
+//! |---|---|---|
+//! | [`Dependency`] | cause | as any log line (`logscan.rs`): a crash it ends, or repeated under a service-level alert |
+//!
+//! What explains what: an unreachable dependency explains its clients' errors and latency (the
+//! alert's symptom directly), and its pod's exits, crash loop, crash line and failing
+//! readiness probe. DNS lookups that time out at the cluster DNS are explained in turn by a
+//! CPU-throttled CoreDNS (`throttling.rs`).
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::containers::pod_failure_explains;
+use super::finding::in_pod;
+use super::logscan::{LogScan, last_match_end, repeats};
+use super::text::quote_around;
+use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
+
+static DEPENDENCY: LazyLock<Regex> = regex!(
+    r"(?i)connection refused|connection reset|connection timed out|connect(?:ion)? timeout|i/o timeout|could not connect|couldn't connect|failed to connect|unable to connect|cannot connect|can't connect|no route to host|host is unreachable|network is unreachable|all host\(s\) tried|\bECONNREFUSED\b|\bETIMEDOUT\b|\bEHOSTUNREACH\b|server closed the connection unexpectedly|could not translate host name|\bconnectexception\b"
+);
+static DNS: LazyLock<Regex> = regex!(
+    r"(?i)no such host|name or service not known|temporary failure in name resolution|could not resolve host|nodename nor servname|\bNXDOMAIN\b|server misbehaving|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|UnknownHostException|could not translate host name"
+);
+/// A lookup that reached the DNS server and got no answer in time (the server is slow or
+/// overloaded, not the name wrong): `lookup x on 10.96.0.10:53: read udp …: i/o timeout`.
+static DNS_TIMEOUT: LazyLock<Regex> =
+    regex!(r"(?i)lookup \S+ on (\S+:53): .*(?:i/o timeout|timed out|timeout)");
+static ENDPOINT: LazyLock<Regex> = regex!(
+    r"\b((?:[A-Za-z][A-Za-z0-9-]*\.)*[A-Za-z][A-Za-z0-9-]*|\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b"
+);
+static DNS_HOST: LazyLock<Regex> = regex!(
+    r#"(?i)(?:lookup|resolve host:?|host name|getaddrinfo \w+)\s+\\?"?([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z0-9])"#
+);
+
+/// How the dependency fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyFailure {
+    /// Connections refused, reset, timing out or unroutable.
+    Connect,
+    /// The name does not resolve.
+    DnsLookup,
+    /// Lookups reach the DNS server and get no answer in time.
+    DnsTimeout,
+}
+
+/// A dependency an application cannot reach.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dependency {
+    pub pod: Option<String>,
+    /// `host:port`, a host name, the DNS server (`10.96.0.10:53`), or `an unnamed dependency`.
+    pub endpoint: String,
+    pub failure: DependencyFailure,
+    /// Lines of this log that show it.
+    pub count: usize,
+    /// The last of them, quoted.
+    pub says: String,
+}
+
+impl Payload for Dependency {
+    const SPEC: KindSpec = KindSpec::read_from_log("dependency-connection");
+
+    fn example() -> Self {
+        Self {
+            pod: Some("api-7d9f8c6b5-x2k4q".into()),
+            endpoint: "10.20.0.7:5432".into(),
+            failure: DependencyFailure::Connect,
+            count: 3,
+            says: "dial tcp 10.20.0.7:5432: connect: connection refused".into(),
+        }
+    }
+
+    fn title(&self) -> String {
+        let endpoint = &self.endpoint;
+        match self.failure {
+            DependencyFailure::DnsTimeout => format!("DNS lookups time out at {endpoint}"),
+            DependencyFailure::DnsLookup => format!("DNS resolution failing for {endpoint}"),
+            DependencyFailure::Connect => format!("Cannot connect to dependency {endpoint}"),
+        }
+    }
+
+    fn detail(&self) -> String {
+        let what = match self.failure {
+            DependencyFailure::DnsTimeout => "DNS queries get no answer in time from",
+            DependencyFailure::DnsLookup => "DNS lookups fail for",
+            DependencyFailure::Connect => "connections fail to",
+        };
+        let times = if self.count == 1 {
+            "once".to_string()
+        } else {
+            format!("{} times", self.count)
+        };
+        format!(
+            "The log{} reports that {what} {} ({times}), last: `{}`",
+            in_pod(self.pod.as_deref()),
+            self.endpoint,
+            self.says
+        )
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Some(Subject::new(ObjectKind::Endpoint, self.endpoint.clone()))
+    }
+
+    fn merges_with(&self, other: &Self) -> bool {
+        self.endpoint == other.endpoint && self.failure == other.failure
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        let ns = &scene.namespace;
+        let endpoint = &self.endpoint;
+        match self.failure {
+            DependencyFailure::Connect => format!(
+                "Check that {endpoint} is up and reachable from namespace `{ns}` (its pods, \
+                 Service endpoints, NetworkPolicies)."
+            ),
+            DependencyFailure::DnsLookup => format!(
+                "Check that `{endpoint}` exists: a Service renamed or deleted, or a host name \
+                 mistyped in the configuration (`kubectl get svc -A | grep {}`).",
+                endpoint.split('.').next().unwrap_or(endpoint)
+            ),
+            DependencyFailure::DnsTimeout => format!(
+                "Check the cluster DNS behind {endpoint}: CoreDNS pods' CPU throttling, restarts \
+                 and load (`kubectl -n kube-system top pods -l k8s-app=kube-dns`)."
+            ),
+        }
+    }
+
+    fn explains(&self, effect: &Finding) -> bool {
+        pod_failure_explains(self.pod.as_deref(), effect)
+    }
+}
+
+fn is_dns(line: &str) -> bool {
+    DNS.is_match(line) || DNS_TIMEOUT.is_match(line)
+}
+
+pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
+    let connect_repeats = repeats(round.evidence, |l| DEPENDENCY.is_match(l) && !is_dns(l));
+    let dns_repeats = repeats(round.evidence, is_dns);
+    LogScan::all(round, false)
+        .iter()
+        .flat_map(|scan| dependency_errors(scan, connect_repeats, dns_repeats))
+        .collect()
+}
+
+/// Connection and DNS failures in one log, one finding per endpoint.
+fn dependency_errors(
+    scan: &LogScan<'_>,
+    connect_repeats: usize,
+    dns_repeats: usize,
+) -> Vec<Finding> {
+    // endpoint → (failure, count, last line index, last line)
+    let mut by_endpoint: BTreeMap<String, (DependencyFailure, usize, usize, &str)> =
+        BTreeMap::new();
+    for &(index, line) in &scan.lines {
+        let (endpoint, failure) = if let Some(caps) = DNS_TIMEOUT.captures(line) {
+            (caps[1].to_string(), DependencyFailure::DnsTimeout)
+        } else if DNS.is_match(line) {
+            let host = DNS_HOST.captures(line).map(|c| c[1].to_string());
+            (
+                host.or_else(|| last_endpoint(line))
+                    .unwrap_or_else(|| "an unnamed dependency".to_string()),
+                DependencyFailure::DnsLookup,
+            )
+        } else if DEPENDENCY.is_match(line) {
+            (
+                last_endpoint(line).unwrap_or_else(|| "an unnamed dependency".to_string()),
+                DependencyFailure::Connect,
+            )
+        } else {
+            continue;
+        };
+        let entry = by_endpoint
+            .entry(endpoint)
+            .or_insert((failure, 0, index, line));
+        // A name that fails to resolve anywhere is a DNS failure, whatever else its lines say.
+        if failure != DependencyFailure::Connect {
+            entry.0 = failure;
+        }
+        entry.1 += 1;
+        entry.2 = index;
+        entry.3 = line;
+    }
+    by_endpoint
+        .into_iter()
+        .map(|(endpoint, (failure, count, index, line))| {
+            let end = last_match_end(&DNS_TIMEOUT, line)
+                .or_else(|| last_match_end(&DNS, line))
+                .or_else(|| last_match_end(&DEPENDENCY, line));
+            let quote = quote_around(line, end.unwrap_or(0));
+            let class_repeats = if failure == DependencyFailure::Connect {
+                connect_repeats
+            } else {
+                dns_repeats
+            };
+            let (verified, confidence) = scan.class_strength(index, class_repeats);
+            Finding::new(
+                Dependency {
+                    pod: scan.pod.clone(),
+                    endpoint,
+                    failure,
+                    count,
+                    says: quote.clone(),
+                },
+                confidence,
+                verified,
+            )
+            .citing(vec![cite(scan.evidence, quote)])
+        })
+        .collect()
+}
+
+/// The last `host:port` a line names.
+fn last_endpoint(line: &str) -> Option<String> {
+    ENDPOINT
+        .captures_iter(line)
+        .map(|c| format!("{}:{}", &c[1], &c[2]))
+        .last()
+}
+
+#[cfg(test)]
+mod tests;

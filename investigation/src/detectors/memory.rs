@@ -1,0 +1,329 @@
+//! Memory that climbs: a container's working set over a long window (6 h, 48 h) growing
+//! steadily toward its limit (`kube_pod_container_resource_limits{resource="memory"}` or
+//! `container_spec_memory_limit_bytes`, from the same or another evidence item), or climbing
+//! and dropping back again and again (a leak cut short by restarts). A spike in memory is a
+//! spike (`spikes.rs`).
+//!
+//! | kind | role | verified when |
+//! |---|---|---|
+//! | [`MemoryGrowth`] | cause (a leak) | the climb is clear (R² ≥ 0.85 over 2 h or more), or the sawtooth has 3 drops and the container was seen killed |
+//!
+//! What explains what: a leak explains the OOM kill at the end of its climb, and the restarts
+//! and crash loop that follow — so the headline is the leak, and its next step is finding it,
+//! never a higher limit that only moves the next kill later.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::series::shape::{
+    HIGH_R2, LimitProjection, MIN_MEMORY_GROWTH_HOURS, Shape, classify, describe_growth,
+    describe_shape, project_to_limit, since_last_reset,
+};
+use super::series::{
+    Item, QuotedSeries, SeriesKind, Unit, all_series, format_bytes, format_duration, format_hours,
+    format_percent, items, memory_limit, quotes, resource, short_name, shown, subject,
+};
+use super::{
+    Confidence, DetectionContext, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene,
+    Subject, Symptom, cite, same_pod,
+};
+use crate::evidence::Evidence;
+
+/// How the memory climbs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "pattern", rename_all = "snake_case")]
+pub enum Climb {
+    /// One steady climb.
+    Steady {
+        from: f64,
+        to: f64,
+        hours: f64,
+        r2: f64,
+        /// When it came within 2 % of the limit, if it did.
+        reached_at: Option<DateTime<Utc>>,
+        /// Hours left until the line meets the limit, if it has not.
+        hours_left: Option<f64>,
+    },
+    /// Climbs cut short by drops (restarts, GC), again and again.
+    Sawtooth {
+        period_secs: i64,
+        drops: usize,
+        peak: f64,
+    },
+}
+
+/// Memory growing steadily, or in a sawtooth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryGrowth {
+    /// How the title names the series' subject ("Container `engine`").
+    pub who: String,
+    /// The series, by name and identifying labels.
+    pub series: String,
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    pub climb: Climb,
+    /// The memory limit, in bytes, when a limit series fits.
+    pub limit: Option<f64>,
+    /// The shape in words (`grew from 210 MiB to 480 MiB over 46 h (+5.9 MiB/h, …)`).
+    pub shape_words: String,
+    /// The span of data shown.
+    pub shown: String,
+}
+
+impl Payload for MemoryGrowth {
+    const SPEC: KindSpec = KindSpec {
+        name: "memory-growth",
+        role: Role::Cause,
+        verified_when: "the climb is clear: a line fits it with R² ≥ 0.85 over 2 h or more, or \
+                        it climbs and drops back at least three times",
+        accounts_for: &[Symptom::Restarts, Symptom::Saturation, Symptom::Unavailable],
+    };
+
+    fn example() -> Self {
+        Self {
+            who: "Container `engine`".into(),
+            series: "container_memory_working_set_bytes{container=\"engine\"}".into(),
+            pod: Some("engine-7d9f8c6b5-x2k4q".into()),
+            container: Some("engine".into()),
+            climb: Climb::Steady {
+                from: 120.0 * 1048576.0,
+                to: 500.0 * 1048576.0,
+                hours: 36.0,
+                r2: 0.97,
+                reached_at: None,
+                hours_left: None,
+            },
+            limit: Some(512.0 * 1048576.0),
+            shape_words: "grew from 120 MiB to 500 MiB over 36 h".into(),
+            shown: "03-02 00:00 UTC to 03-03 12:00 UTC".into(),
+        }
+    }
+
+    fn title(&self) -> String {
+        match &self.climb {
+            Climb::Steady {
+                from,
+                to,
+                hours,
+                reached_at,
+                hours_left,
+                ..
+            } => {
+                let suffix = match (self.limit, reached_at, hours_left) {
+                    (Some(limit), Some(_), _) => {
+                        format!(", reaching its limit {}", format_bytes(limit))
+                    }
+                    (Some(limit), None, Some(h)) => {
+                        format!(", limit {} in ~{}", format_bytes(limit), format_hours(*h))
+                    }
+                    _ => String::new(),
+                };
+                format!(
+                    "{} memory grew steadily: {} → {} over {}{suffix}",
+                    self.who,
+                    format_bytes(*from),
+                    format_bytes(*to),
+                    format_hours(*hours)
+                )
+            }
+            Climb::Sawtooth {
+                period_secs, drops, ..
+            } => format!(
+                "{} memory climbs steadily and drops back every ~{} ({drops} drops): a leak cut \
+                 short by restarts",
+                self.who,
+                format_duration(chrono::Duration::seconds(*period_secs))
+            ),
+        }
+    }
+
+    fn detail(&self) -> String {
+        match &self.climb {
+            Climb::Steady { r2, .. } => format!(
+                "`{}` {} (line fit R² {r2:.2}, data shown {}). A steady climb like this is what \
+                 a leak looks like.",
+                self.series, self.shape_words, self.shown
+            ),
+            Climb::Sawtooth { peak, .. } => {
+                let of_limit = self.limit.map_or_else(String::new, |l| {
+                    format!(
+                        " ({} of the {} limit)",
+                        format_percent(peak / l),
+                        format_bytes(l)
+                    )
+                });
+                format!(
+                    "`{}` {}{of_limit}, data shown {}. Memory that climbs and falls back again \
+                     and again is typical of a leak cut short by restarts; the termination \
+                     reason tells whether the OOM killer did it.",
+                    self.series, self.shape_words, self.shown
+                )
+            }
+        }
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Subject::named(ObjectKind::Pod, self.pod.as_deref())
+    }
+
+    fn merges_with(&self, other: &Self) -> bool {
+        self.series == other.series
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        let which = self
+            .container
+            .as_deref()
+            .map_or_else(|| self.who.clone(), |c| format!("`{c}`"));
+        let limit = self
+            .limit
+            .map(|l| format!(" (now {})", format_bytes(l)))
+            .unwrap_or_default();
+        format!(
+            "Find the leak in {which}: its memory grows steadily, so a higher limit{limit} only \
+             delays the next OOM kill. Take a heap profile of a running pod and compare with the \
+             release it started with (`kubectl -n {} rollout history {}`).",
+            scene.namespace, scene.workload_ref
+        )
+    }
+
+    fn explains(&self, effect: &Finding) -> bool {
+        let same_pod_or_series = |pod: &Option<String>| {
+            same_pod(self.pod.as_deref(), pod.as_deref()) || (self.pod.is_none() || pod.is_none())
+        };
+        let same_container = |container: &Option<String>| {
+            matches!((&self.container, container), (Some(a), Some(b)) if a == b)
+                || self.container.is_none()
+                || container.is_none()
+        };
+        match &effect.fact {
+            Fact::OomKilled(o) => same_pod_or_series(&o.pod) && same_container(&o.container),
+            Fact::RestartTrend(r) => same_pod_or_series(&r.pod),
+            Fact::CrashLoop(c) => same_pod_or_series(&c.pod) && same_container(&c.container),
+            Fact::Exited(e) => e.code == 137 && same_pod_or_series(&e.pod),
+            _ => false,
+        }
+    }
+}
+
+pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
+    let all = items(round.evidence);
+    all_series(&all)
+        .filter(|(_, kind, _)| *kind == SeriesKind::MemoryUsage)
+        .filter_map(|(item, _, series)| growth(item.evidence, series, &all, round.ctx))
+        .map(|mut finding| {
+            // A sawtooth is also how a garbage-collected heap or a cache looks: its drops are
+            // a leak cut short only when the control plane saw the container killed.
+            if let Fact::MemoryGrowth(m) = &finding.fact
+                && matches!(m.climb, Climb::Sawtooth { .. })
+                && !round.found.iter().any(|f| m.explains(f))
+            {
+                finding.verified = false;
+            }
+            finding
+        })
+        .collect()
+}
+
+/// A memory series that grew steadily or in a sawtooth, measured against the limit any item
+/// of the round shows for it.
+fn growth(
+    evidence: &Evidence,
+    series: &QuotedSeries<'_>,
+    all: &[Item<'_>],
+    ctx: &DetectionContext,
+) -> Option<Finding> {
+    let points = &series.series.points;
+    let classified = match classify(points) {
+        whole if matches!(whole.shape, Shape::Growth(_) | Shape::Sawtooth(_)) => whole,
+        whole if matches!(whole.shape, Shape::Spike { .. }) => return None,
+        whole => since_last_reset(points).unwrap_or(whole),
+    };
+    let limit = memory_limit(series, all);
+    let labels = &series.series.labels;
+    let mut refs = quotes(evidence, series, &classified.anchors);
+    let (climb, confidence, at, shape_words) = match &classified.shape {
+        Shape::Growth(trend) if trend.hours() >= MIN_MEMORY_GROWTH_HOURS => {
+            let projection = limit.map(|(_, _, l)| project_to_limit(points, trend, l));
+            if let Some(reached) = projection.as_ref().and_then(|p| p.reached_at)
+                && let Some(pair) = series.pair_at(reached.timestamp_millis() as f64 / 1000.0)
+            {
+                let citation = cite(evidence, pair.to_string());
+                if !refs.contains(&citation) {
+                    refs.push(citation);
+                }
+            }
+            let clear = trend.r2 >= HIGH_R2 && trend.hours() >= 2.0;
+            let (reached_at, hours_left) = match &projection {
+                Some(LimitProjection {
+                    reached_at,
+                    hours_left,
+                    ..
+                }) => (*reached_at, *hours_left),
+                None => (None, None),
+            };
+            (
+                Climb::Steady {
+                    from: trend.from,
+                    to: trend.to,
+                    hours: trend.hours(),
+                    r2: trend.r2,
+                    reached_at,
+                    hours_left,
+                },
+                if clear {
+                    Confidence::High
+                } else {
+                    Confidence::Medium
+                },
+                reached_at.unwrap_or(trend.start),
+                describe_growth(trend, Unit::Bytes, projection.as_ref()),
+            )
+        }
+        Shape::Sawtooth(saw) => (
+            Climb::Sawtooth {
+                period_secs: saw.period.num_seconds(),
+                drops: saw.resets.len(),
+                peak: saw.peak,
+            },
+            if saw.resets.len() >= 3 {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
+            saw.resets.first().copied().unwrap_or_default(),
+            describe_shape(&classified.shape, Unit::Bytes),
+        ),
+        _ => return None,
+    };
+    if let Some((limit_evidence, limit_series, _)) = limit {
+        refs.push(cite(limit_evidence, limit_series.labels_text.to_string()));
+        if let Some(pair) = limit_series.pair_texts.last() {
+            refs.push(cite(limit_evidence, (*pair).to_string()));
+        }
+    }
+    Some(
+        Finding::new(
+            MemoryGrowth {
+                who: subject(series),
+                series: short_name(labels),
+                pod: labels.get("pod").cloned().or_else(|| resource(series, ctx)),
+                container: labels
+                    .get("container")
+                    .filter(|c| !c.is_empty() && *c != "POD")
+                    .cloned(),
+                climb,
+                limit: limit.map(|(_, _, l)| l),
+                shape_words,
+                shown: shown(series),
+            },
+            confidence,
+            confidence == Confidence::High,
+        )
+        .dated(Some(at))
+        .citing(refs),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+//! Probes that fail: the kubelet's "Readiness/Liveness/Startup probe failed: …" in a pod's
+//! description or events.
+//!
+//! | kind | role | verified when |
+//! |---|---|---|
+//! | [`ProbeFailure`] | cause; a symptom when a readiness probe answers 5xx under a service-level alert | the kubelet reports it |
+//!
+//! A liveness probe that fails gets the container killed: it explains that container's exits
+//! (143, 137), its crash loop and its restarts. A readiness probe answered with a server error
+//! while the service's requests fail is the application saying it cannot serve — one more
+//! symptom, whose cause is in its log. One failure while a container starts is routine
+//! (`standing.rs`).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::finding::in_pod;
+use super::text::{event_time, looks_like_injection, object_name, quote_from};
+use super::{
+    Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
+    cite, same_pod,
+};
+
+static PROBE: LazyLock<Regex> =
+    regex!(r"(?i)\b(Readiness|Liveness|Startup) probe (?:failed|errored)\b:?\s*(.*)");
+static SERVER_ERROR_STATUS: LazyLock<Regex> = regex!(r"(?i)status ?code:? 5\d\d\b");
+/// An event's repeat count: `(x40 over 30m)` in a description, `count: 40` in a list.
+static REPEATS: LazyLock<Regex> = regex!(r"\(x(\d+) over|(?i)^\s*count:\s*(\d+)");
+
+/// Which probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    Readiness,
+    Liveness,
+    Startup,
+}
+
+impl Probe {
+    fn name(self) -> &'static str {
+        match self {
+            Probe::Readiness => "Readiness",
+            Probe::Liveness => "Liveness",
+            Probe::Startup => "Startup",
+        }
+    }
+}
+
+/// A probe the kubelet reports failing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeFailure {
+    pub pod: Option<String>,
+    pub probe: Probe,
+    /// What the probe got (`HTTP probe failed with statuscode: 503`).
+    pub message: String,
+    /// How many times the event was seen, when it says.
+    pub count: Option<u32>,
+    /// A readiness probe answered with a server error under an alert about the service's
+    /// requests: the application says it cannot serve.
+    pub answers_server_error: bool,
+}
+
+impl Payload for ProbeFailure {
+    const SPEC: KindSpec = KindSpec {
+        name: "probe-failure",
+        role: Role::Cause,
+        verified_when: "the kubelet reports the probe failing",
+        accounts_for: &[Symptom::Unavailable, Symptom::Restarts, Symptom::Errors],
+    };
+
+    fn example() -> Self {
+        Self {
+            pod: Some("api-7d9f8c6b5-x2k4q".into()),
+            probe: Probe::Liveness,
+            message: "Get \"http://10.1.2.3:8080/healthz\": context deadline exceeded".into(),
+            count: Some(12),
+            answers_server_error: false,
+        }
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "{} probe failing: {}",
+            self.probe.name(),
+            firstline_model::text::clip(&self.message, 100, "…")
+        )
+    }
+
+    fn detail(&self) -> String {
+        if self.answers_server_error {
+            return format!(
+                "The readiness probe{} gets {}: the application reports itself unable to \
+                 serve, so the pod is taken out of service endpoints. Why it cannot serve is in \
+                 its log.",
+                in_pod(self.pod.as_deref()),
+                self.message
+            );
+        }
+        let consequence = match self.probe {
+            Probe::Liveness => "the kubelet restarts the container",
+            Probe::Startup => "the container never becomes started and is restarted",
+            Probe::Readiness => "the pod is taken out of service endpoints",
+        };
+        format!(
+            "The {} probe{} fails ({}); {consequence}.",
+            self.probe.name().to_ascii_lowercase(),
+            in_pod(self.pod.as_deref()),
+            self.message
+        )
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Subject::named(ObjectKind::Pod, self.pod.as_deref())
+    }
+
+    fn role(&self) -> Role {
+        if self.answers_server_error {
+            Role::Symptom
+        } else {
+            Role::Cause
+        }
+    }
+
+    fn merges_with(&self, other: &Self) -> bool {
+        self.probe == other.probe
+            && super::same_subject(self.subject().as_ref(), other.subject().as_ref())
+    }
+
+    fn step(&self, scene: &Scene) -> String {
+        match self.probe {
+            Probe::Liveness | Probe::Startup => format!(
+                "Check the probe against the app's start-up time: if it is only slow to start, \
+                 give it a startupProbe or raise initialDelaySeconds / failureThreshold in {} \
+                 rather than letting the kubelet kill it.",
+                scene.workload_of(self.pod.as_deref())
+            ),
+            Probe::Readiness => format!(
+                "Check the probe's path and port against what the app serves, and its start-up \
+                 time; if it is only slow, raise initialDelaySeconds / failureThreshold in {}.",
+                scene.workload_of(self.pod.as_deref())
+            ),
+        }
+    }
+
+    fn explains(&self, effect: &Finding) -> bool {
+        let same = |pod: &Option<String>| same_pod(self.pod.as_deref(), pod.as_deref());
+        match (self.probe, &effect.fact) {
+            (Probe::Liveness | Probe::Startup, Fact::Exited(e)) => e.signalled() && same(&e.pod),
+            (Probe::Liveness | Probe::Startup, Fact::CrashLoop(c)) => same(&c.pod),
+            (Probe::Liveness | Probe::Startup, Fact::RestartTrend(r)) => same(&r.pod),
+            (Probe::Readiness, Fact::NoEndpoints(e)) => self
+                .pod
+                .as_deref()
+                .is_some_and(|pod| e.not_ready_pods.iter().any(|n| n == pod)),
+            _ => false,
+        }
+    }
+}
+
+pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for (evidence, ctx) in round.structural() {
+        let lines: Vec<&str> = evidence.excerpt.lines().collect();
+        let pod = object_name(evidence).or_else(|| ctx.default_resource.clone());
+        let mut seen: Vec<Probe> = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            if looks_like_injection(line) {
+                continue;
+            }
+            let Some(caps) = PROBE.captures(line) else {
+                continue;
+            };
+            let probe = match caps[1].to_ascii_lowercase().as_str() {
+                "liveness" => Probe::Liveness,
+                "startup" => Probe::Startup,
+                _ => Probe::Readiness,
+            };
+            if seen.contains(&probe) {
+                continue;
+            }
+            seen.push(probe);
+            let message = caps[2].trim().trim_matches(['"', '\'']).to_string();
+            let answers_server_error = ctx.service_level
+                && probe == Probe::Readiness
+                && SERVER_ERROR_STATUS.is_match(&message);
+            let count = repeat_count(&lines, index);
+            let start = caps.get(0).map_or(0, |m| m.start());
+            out.push(
+                Finding::new(
+                    ProbeFailure {
+                        pod: pod.clone(),
+                        probe,
+                        message,
+                        count,
+                        answers_server_error,
+                    },
+                    Confidence::Medium,
+                    !answers_server_error,
+                )
+                .dated(event_time(&lines, index, evidence.fetched_at))
+                .citing(vec![cite(evidence, quote_from(line, start))]),
+            );
+        }
+    }
+    out
+}
+
+/// How many times the event on line `index` was seen: on its own line (a description's
+/// `(x40 over 30m)`) or in its list item (`count: 40`).
+fn repeat_count(lines: &[&str], index: usize) -> Option<u32> {
+    let own = REPEATS.captures(lines[index]).and_then(|c| c.get(1));
+    if let Some(m) = own {
+        return m.as_str().parse().ok();
+    }
+    let blocks = super::text::event_blocks(lines);
+    let block = blocks
+        .iter()
+        .find(|b| b.iter().any(|l| std::ptr::eq(*l, lines[index])))?;
+    block
+        .iter()
+        .find_map(|l| REPEATS.captures(l).and_then(|c| c.get(2)))
+        .and_then(|m| m.as_str().parse().ok())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+//! Probes the kubelet reports failing, and a readiness probe answered with a server error
+//! while the service's requests fail (a symptom, not a cause).
+
+use crate::detectors::testing::{
+    all_of, assert_ends_with, ctx, describe, detect, events, find, has, service_level,
+};
+use crate::detectors::{Confidence, DetectionContext, Finding, Kind, rank_findings};
+
+#[test]
+fn probe_failures() {
+    let description = "\
+Name:  payments-api-7d9f8c6b5-x2k4q
+Events:
+  Warning  Unhealthy  5s (x9 over 2m)  kubelet  Readiness probe failed: HTTP probe failed with statuscode: 503
+  Warning  Unhealthy  5s (x3 over 1m)  kubelet  Liveness probe failed: Get \"http://10.0.0.5:8080/healthz\": context deadline exceeded
+";
+    let findings = detect(&[describe(1, description)], &ctx());
+    let probes = all_of(&findings, Kind::ProbeFailure);
+    assert_eq!(probes.len(), 2, "{findings:#?}");
+    assert!(probes.iter().any(|f| f.title().contains("statuscode: 503")));
+    assert!(
+        probes
+            .iter()
+            .any(|f| f.detail().contains("restarts the container"))
+    );
+
+    let yaml = "- message: 'Readiness probe failed: dial tcp 10.0.0.5:8080: connect: connection refused'\n  reason: Unhealthy\n  type: Warning\n";
+    let findings = detect(&[events(1, yaml)], &ctx());
+    assert!(
+        find(&findings, Kind::ProbeFailure)
+            .title()
+            .starts_with("Readiness"),
+        "{findings:#?}"
+    );
+    assert!(
+        !has(&findings, Kind::Dependency),
+        "a probe's refused connection is not an application dependency error"
+    );
+}
+
+#[test]
+fn a_readiness_probe_answered_with_5xx_is_a_symptom_under_a_service_level_alert() {
+    let readiness_503 = "- message: 'Readiness probe failed: HTTP probe failed with statuscode: 503'\n  reason: Unhealthy\n  type: Warning\n";
+    let probe = |context: &DetectionContext, text: &str| {
+        find(&detect(&[events(1, text)], context), Kind::ProbeFailure).clone()
+    };
+    let symptom = probe(&service_level(), readiness_503);
+    assert!(!symptom.verified, "{symptom:#?}");
+    assert!(
+        symptom
+            .detail()
+            .contains("the application reports itself unable to serve")
+            && symptom
+                .detail()
+                .ends_with("Why it cannot serve is in its log."),
+        "{}",
+        symptom.detail()
+    );
+
+    // Not about the service's requests (a not-ready alert): the explanation, as before.
+    let cause = probe(&ctx(), readiness_503);
+    assert!(cause.verified);
+    assert_eq!(cause.confidence, Confidence::Medium);
+    assert_ends_with(
+        &cause.detail(),
+        "the pod is taken out of service endpoints.",
+    );
+
+    // Under a service-level alert, other probe failures keep their weight.
+    let refused = "- message: 'Readiness probe failed: dial tcp 10.0.0.5:8080: connect: connection refused'\n  reason: Unhealthy\n  type: Warning\n";
+    assert!(probe(&service_level(), refused).verified);
+    let liveness_500 = "- message: 'Liveness probe failed: HTTP probe failed with statuscode: 500'\n  reason: Unhealthy\n  type: Warning\n";
+    assert!(probe(&service_level(), liveness_500).verified);
+}
+
+#[test]
+fn ranking_puts_verified_causes_first() {
+    let mut findings = vec![
+        Finding::new(Kind::CrashLoop.example(), Confidence::High, false),
+        Finding::new(Kind::ProbeFailure.example(), Confidence::Medium, true),
+    ];
+    rank_findings(&mut findings);
+    assert_eq!(findings[0].kind(), Kind::ProbeFailure);
+}

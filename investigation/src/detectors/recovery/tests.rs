@@ -1,0 +1,179 @@
+//! What the alert saw has ended: a workload fully available again after a recent change (for
+//! a replica alert), a container running cleanly since around the alert; and what has not.
+
+use serde_json::json;
+
+use super::*;
+use crate::detectors::testing::{assert_contains, detect, ev, find, has, object, quotes, utc};
+use crate::detectors::{DetectionContext, Kind, Standing};
+
+fn deployment_yaml(ready: u32, progressed_at: &str) -> String {
+    format!(
+        "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    deployment.kubernetes.io/revision: \"3\"
+  creationTimestamp: \"2025-02-11T10:20:00Z\"
+  generation: 7
+  labels:
+    app: checkout
+  name: checkout
+  namespace: shop
+  uid: 6f0c1d2e-8b3a-4c5d-9e7f-0a1b2c3d4e5f
+spec:
+  replicas: 4
+  selector:
+    matchLabels:
+      app: checkout
+status:
+  availableReplicas: 4
+  conditions:
+  - lastTransitionTime: \"2025-03-04T12:00:00Z\"
+    lastUpdateTime: \"2025-03-04T12:00:00Z\"
+    message: Deployment has minimum availability.
+    reason: MinimumReplicasAvailable
+    status: \"True\"
+    type: Available
+  - lastTransitionTime: \"2025-03-04T11:00:00Z\"
+    lastUpdateTime: \"{progressed_at}\"
+    message: ReplicaSet \"checkout-6b8d7c5f9\" has successfully progressed.
+    reason: NewReplicaSetAvailable
+    status: \"True\"
+    type: Progressing
+  observedGeneration: 7
+  readyReplicas: {ready}
+  replicas: 4
+  updatedReplicas: 4
+"
+    )
+}
+
+fn replica_alert() -> DetectionContext {
+    DetectionContext {
+        alert_start: Some(utc("2025-03-04T14:02:00Z")),
+        about_replicas: true,
+        default_resource: Some("checkout".into()),
+        ..DetectionContext::default()
+    }
+}
+
+fn checkout(ready: u32, progressed_at: &str) -> [Evidence; 1] {
+    [object(
+        1,
+        "Deployment",
+        &deployment_yaml(ready, progressed_at),
+    )]
+}
+
+#[test]
+fn a_workload_fully_available_after_a_recent_change_has_recovered() {
+    let findings = detect(&checkout(4, "2025-03-04T14:06:00Z"), &replica_alert());
+    let recovered = find(&findings, Kind::Recovered);
+    assert_eq!(
+        recovered.title(),
+        "Deployment `checkout` recovered: all 4 of 4 replicas updated, ready and available since \
+         14:06 UTC"
+    );
+    assert!(!recovered.verified, "not a cause");
+    assert_eq!(recovered.role(), Role::Context);
+    assert_eq!(recovered.resource().as_deref(), Some("checkout"));
+    assert_eq!(
+        quotes(recovered),
+        ["readyReplicas: 4", "reason: NewReplicaSetAvailable"]
+    );
+
+    // Changed exactly ten minutes before the alert: still this alert's recovery.
+    let findings = detect(&checkout(4, "2025-03-04T13:52:00Z"), &replica_alert());
+    assert!(has(&findings, Kind::Recovered));
+}
+
+#[test]
+fn a_workload_that_settled_long_before_the_alert_or_is_short_has_not_recovered() {
+    let settled_earlier = checkout(4, "2025-03-04T13:51:00Z");
+    assert!(
+        !has(&detect(&settled_earlier, &replica_alert()), Kind::Recovered),
+        "its last change is older than the alert's start minus ten minutes"
+    );
+    let short = checkout(3, "2025-03-04T14:06:00Z");
+    assert!(!has(&detect(&short, &replica_alert()), Kind::Recovered));
+    let not_about_replicas = DetectionContext {
+        about_replicas: false,
+        ..replica_alert()
+    };
+    assert!(
+        !has(
+            &detect(&checkout(4, "2025-03-04T14:06:00Z"), &not_about_replicas),
+            Kind::Recovered
+        ),
+        "only replica alerts read a workload's availability"
+    );
+    let unsettled = [object(
+        1,
+        "Deployment",
+        &deployment_yaml(4, "2025-03-04T14:06:00Z")
+            .replace("observedGeneration: 7", "observedGeneration: 6"),
+    )];
+    assert!(
+        !has(&detect(&unsettled, &replica_alert()), Kind::Recovered),
+        "the controller has not seen the latest spec yet"
+    );
+}
+
+#[test]
+fn a_container_running_cleanly_since_the_alert_has_recovered_and_its_old_restarts_are_history() {
+    let pod = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: payments-api-7d9f8c6b5-x2k4q
+  namespace: payments
+spec:
+  nodeName: worker-eu-1a-2
+status:
+  containerStatuses:
+  - lastState:
+      terminated:
+        exitCode: 1
+        finishedAt: \"2025-03-04T14:00:30Z\"
+        reason: Error
+    name: api
+    ready: true
+    restartCount: 4
+    state:
+      running:
+        startedAt: \"2025-03-04T14:01:00Z\"
+  phase: Running
+";
+    let mut description = ev(
+        1,
+        Capability::PodDescribe,
+        json!({"name": "payments-api-7d9f8c6b5-x2k4q", "namespace": "payments"}),
+        pod,
+    );
+    description.fetched_at = utc("2025-03-04T14:45:00Z");
+    let alert = DetectionContext {
+        alert_start: Some(utc("2025-03-04T14:02:00Z")),
+        ..DetectionContext::default()
+    };
+    let findings = detect(std::slice::from_ref(&description), &alert);
+    let recovered = find(&findings, Kind::Recovered);
+    assert_eq!(
+        recovered.title(),
+        "Container `api` recovered: running and ready since 14:01 UTC"
+    );
+    assert_contains(&recovered.detail(), "(44 min, no restart since)");
+    // The restart count alone is no crash loop any more: kept, as superseded context.
+    let restarted = find(&findings, Kind::CrashLoop);
+    assert!(
+        matches!(restarted.standing, Standing::Superseded { .. }),
+        "{restarted:#?}"
+    );
+    assert_eq!(restarted.role(), Role::Context);
+
+    // Running since long before the alert: it says nothing about the alert.
+    let mut earlier = description.clone();
+    earlier.excerpt = pod.replace("14:01:00Z", "09:01:00Z");
+    assert!(!has(&detect(&[earlier], &alert), Kind::Recovered));
+}
