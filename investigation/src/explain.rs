@@ -52,7 +52,8 @@ impl Chain<'_> {
 pub struct Explanation<'a> {
     /// The chains, the headline's first.
     pub chains: Vec<Chain<'a>>,
-    /// With no chain: the strongest lead (an unverified cause, else a symptom or consequence).
+    /// With no chain: the strongest lead (a cause that heads no chain, else a symptom or
+    /// consequence).
     pub lead: Option<&'a Finding>,
     /// Findings in no chain, in rank order.
     pub rest: Vec<&'a Finding>,
@@ -203,19 +204,12 @@ fn path_confidence(
     lowest
 }
 
-/// The strongest lead among findings no chain holds: a current cause not verified (a suspect),
-/// else a current symptom or consequence, by rank.
+/// The strongest lead among findings no chain holds: a cause (a suspect, or a verified cause
+/// that does not reach the alert's symptom), else a symptom or consequence, by rank. A finding
+/// that no longer stands plays no part ([`Finding::role`]), so it is never the lead.
 fn strongest_lead<'a>(rest: &[&'a Finding]) -> Option<&'a Finding> {
-    let current = |f: &&&Finding| f.standing == Standing::Current;
-    rest.iter()
-        .filter(current)
-        .find(|f| f.role() == Role::Cause)
-        .or_else(|| {
-            rest.iter()
-                .filter(current)
-                .find(|f| matches!(f.role(), Role::Symptom | Role::Consequence))
-        })
-        .copied()
+    let with_role = |wanted: &[Role]| rest.iter().find(|f| wanted.contains(&f.role())).copied();
+    with_role(&[Role::Cause]).or_else(|| with_role(&[Role::Symptom, Role::Consequence]))
 }
 
 #[cfg(test)]

@@ -150,7 +150,7 @@ impl Payload for OomKilled {
             Fact::RestartTrend(r) => same_pod(self.pod.as_deref(), r.pod.as_deref()),
             Fact::ProbeFailure(p) => same_pod(self.pod.as_deref(), p.pod.as_deref()),
             // The kernel's SIGKILL leaves no last words: the log just stops.
-            Fact::CrashLine(c) => same_pod_or_unknown(self.pod.as_deref(), c.pod.as_deref()),
+            Fact::CrashLine(c) => same_pod(self.pod.as_deref(), c.pod.as_deref()),
             Fact::JobFailed(j) => pod_of_job(self.pod.as_deref(), j.job.as_deref()),
             _ => false,
         }
@@ -491,10 +491,10 @@ impl Payload for CrashLoop {
 /// Whether a failure a pod's own log or status shows (a missing setting, a refused dependency,
 /// an expired certificate, a full disk, the line it crashed on) explains `effect`: that pod's
 /// exits nothing else explains, its crash loop, restarts, crash line and failing probes, and
-/// the Job it runs for. A pod either side does not name matches, except for a Job (see
-/// [`pod_of_job`]).
+/// the Job it runs for. Both sides must name the pod: an unnamed one explains nothing, or one
+/// failure would explain every other in the round.
 pub fn pod_failure_explains(pod: Option<&str>, effect: &Finding) -> bool {
-    let same = |other: &Option<String>| same_pod_or_unknown(pod, other.as_deref());
+    let same = |other: &Option<String>| same_pod(pod, other.as_deref());
     match &effect.fact {
         Fact::Exited(e) => e.cause_unknown() && same(&e.pod),
         Fact::CrashLoop(c) => same(&c.pod),
@@ -506,23 +506,19 @@ pub fn pod_failure_explains(pod: Option<&str>, effect: &Finding) -> bool {
     }
 }
 
-/// The same container, where both say which (an unknown container matches).
-fn same_container(
+/// The same named pod and the same container, where both say which container (a pod's only
+/// container often goes unnamed).
+pub(super) fn same_container(
     pod_a: &Option<String>,
     container_a: &Option<String>,
     pod_b: &Option<String>,
     container_b: &Option<String>,
 ) -> bool {
-    same_pod_or_unknown(pod_a.as_deref(), pod_b.as_deref())
+    same_pod(pod_a.as_deref(), pod_b.as_deref())
         && match (container_a, container_b) {
             (Some(a), Some(b)) => a == b,
             _ => true,
         }
-}
-
-/// The same pod, or one of the two is not named.
-fn same_pod_or_unknown(a: Option<&str>, b: Option<&str>) -> bool {
-    a.is_none() || b.is_none() || same_pod(a, b)
 }
 
 /// Crash loops, exits and OOM kills in the round's structural evidence, then the crash line of

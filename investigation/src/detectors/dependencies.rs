@@ -55,13 +55,22 @@ pub enum DependencyFailure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dependency {
     pub pod: Option<String>,
-    /// `host:port`, a host name, the DNS server (`10.96.0.10:53`), or `an unnamed dependency`.
-    pub endpoint: String,
+    /// `host:port`, a host name or the DNS server (`10.96.0.10:53`), when the line names one.
+    pub endpoint: Option<String>,
     pub failure: DependencyFailure,
     /// Lines of this log that show it.
     pub count: usize,
     /// The last of them, quoted.
     pub says: String,
+}
+
+impl Dependency {
+    /// The endpoint as a report names it.
+    fn name(&self) -> &str {
+        self.endpoint
+            .as_deref()
+            .unwrap_or("a dependency the log does not name")
+    }
 }
 
 impl Payload for Dependency {
@@ -70,7 +79,7 @@ impl Payload for Dependency {
     fn example() -> Self {
         Self {
             pod: Some("api-7d9f8c6b5-x2k4q".into()),
-            endpoint: "10.20.0.7:5432".into(),
+            endpoint: Some("10.20.0.7:5432".into()),
             failure: DependencyFailure::Connect,
             count: 3,
             says: "dial tcp 10.20.0.7:5432: connect: connection refused".into(),
@@ -78,10 +87,13 @@ impl Payload for Dependency {
     }
 
     fn title(&self) -> String {
-        let endpoint = &self.endpoint;
+        let endpoint = self.name();
         match self.failure {
             DependencyFailure::DnsTimeout => format!("DNS lookups time out at {endpoint}"),
             DependencyFailure::DnsLookup => format!("DNS resolution failing for {endpoint}"),
+            DependencyFailure::Connect if self.endpoint.is_none() => {
+                format!("Cannot connect to {endpoint}")
+            }
             DependencyFailure::Connect => format!("Cannot connect to dependency {endpoint}"),
         }
     }
@@ -100,32 +112,38 @@ impl Payload for Dependency {
         format!(
             "The log{} reports that {what} {} ({times}), last: `{}`",
             in_pod(self.pod.as_deref()),
-            self.endpoint,
+            self.name(),
             self.says
         )
     }
 
     fn subject(&self) -> Option<Subject> {
-        Some(Subject::new(ObjectKind::Endpoint, self.endpoint.clone()))
+        Subject::named(ObjectKind::Endpoint, self.endpoint.as_deref())
     }
 
     fn merges_with(&self, other: &Self) -> bool {
-        self.endpoint == other.endpoint && self.failure == other.failure
+        self.endpoint.is_some() && self.endpoint == other.endpoint && self.failure == other.failure
     }
 
     fn step(&self, scene: &Scene) -> String {
         let ns = &scene.namespace;
-        let endpoint = &self.endpoint;
+        let endpoint = self.name();
         match self.failure {
             DependencyFailure::Connect => format!(
                 "Check that {endpoint} is up and reachable from namespace `{ns}` (its pods, \
                  Service endpoints, NetworkPolicies)."
             ),
-            DependencyFailure::DnsLookup => format!(
-                "Check that `{endpoint}` exists: a Service renamed or deleted, or a host name \
-                 mistyped in the configuration (`kubectl get svc -A | grep {}`).",
-                endpoint.split('.').next().unwrap_or(endpoint)
-            ),
+            DependencyFailure::DnsLookup => match &self.endpoint {
+                Some(host) => format!(
+                    "Check that `{host}` exists: a Service renamed or deleted, or a host name \
+                     mistyped in the configuration (`kubectl get svc -A | grep {}`).",
+                    host.split('.').next().unwrap_or(host)
+                ),
+                None => "Find the host name the log fails to resolve (the full log line names \
+                         it), then check it exists: a Service renamed or deleted, or a host \
+                         name mistyped in the configuration."
+                    .to_string(),
+            },
             DependencyFailure::DnsTimeout => format!(
                 "Check the cluster DNS behind {endpoint}: CoreDNS pods' CPU throttling, restarts \
                  and load (`kubectl -n kube-system top pods -l k8s-app=kube-dns`)."
@@ -158,23 +176,19 @@ fn dependency_errors(
     dns_repeats: usize,
 ) -> Vec<Finding> {
     // endpoint → (failure, count, last line index, last line)
-    let mut by_endpoint: BTreeMap<String, (DependencyFailure, usize, usize, &str)> =
+    let mut by_endpoint: BTreeMap<Option<String>, (DependencyFailure, usize, usize, &str)> =
         BTreeMap::new();
     for &(index, line) in &scan.lines {
         let (endpoint, failure) = if let Some(caps) = DNS_TIMEOUT.captures(line) {
-            (caps[1].to_string(), DependencyFailure::DnsTimeout)
+            (Some(caps[1].to_string()), DependencyFailure::DnsTimeout)
         } else if DNS.is_match(line) {
             let host = DNS_HOST.captures(line).map(|c| c[1].to_string());
             (
-                host.or_else(|| last_endpoint(line))
-                    .unwrap_or_else(|| "an unnamed dependency".to_string()),
+                host.or_else(|| last_endpoint(line)),
                 DependencyFailure::DnsLookup,
             )
         } else if DEPENDENCY.is_match(line) {
-            (
-                last_endpoint(line).unwrap_or_else(|| "an unnamed dependency".to_string()),
-                DependencyFailure::Connect,
-            )
+            (last_endpoint(line), DependencyFailure::Connect)
         } else {
             continue;
         };

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
 use super::logscan::{LogScan, last_match_end};
-use super::text::{looks_like_injection, object_name, quote_around, quote_from};
+use super::text::{field_value, looks_like_injection, object_name, quote_around, quote_from};
 use super::{
     Confidence, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom, cite,
 };
@@ -46,6 +46,9 @@ pub struct DiskFull {
     /// out of space, a pod was evicted for it): what filled it is the question.
     #[serde(default)]
     pub restates_alert: bool,
+    /// The node whose disk it is, where the kubelet's account says.
+    #[serde(default)]
+    pub node: Option<String>,
 }
 
 impl Payload for DiskFull {
@@ -69,6 +72,7 @@ impl Payload for DiskFull {
             pod: Some("api-7d9f8c6b5-x2k4q".into()),
             source: DiskSource::Application,
             restates_alert: false,
+            node: None,
         }
     }
 
@@ -144,7 +148,20 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         };
         let line = lines[index];
         let start = DISK_PRESSURE.find(line).map_or(0, |m| m.start());
-        let pod = object_name(evidence).or_else(|| ctx.default_resource.clone());
+        // A node's own description (it has taints) is about the node; a pod's names its node.
+        let about_node = lines.iter().any(|l| l.trim_start().starts_with("Taints:"));
+        let name = object_name(evidence).or_else(|| ctx.default_resource.clone());
+        let (pod, node) = if about_node {
+            (None, name)
+        } else {
+            let node = lines
+                .iter()
+                .find_map(|l| field_value(l, "node"))
+                .and_then(|v| v.split('/').next())
+                .filter(|n| !n.is_empty() && *n != "<none>")
+                .map(str::to_string);
+            (name, node)
+        };
         out.push(
             Finding::new(
                 DiskFull {
@@ -152,6 +169,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                     source: DiskSource::Kubelet,
                     restates_alert: ctx.alert_node.is_some()
                         && matches!(ctx.symptom, Symptom::Node | Symptom::Storage),
+                    node,
                 },
                 Confidence::High,
                 true,
@@ -171,6 +189,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                     pod: scan.pod.clone(),
                     source: DiskSource::Application,
                     restates_alert: false,
+                    node: None,
                 },
                 confidence,
                 verified,

@@ -208,6 +208,7 @@ impl Payload for ImagePull {
             Fact::CrashLoop(c) => same_pod(self.pod.as_deref(), c.pod.as_deref()),
             Fact::WarningEvent(w) => {
                 w.reason == "Failed"
+                    && same_pod(self.pod.as_deref(), w.object.as_deref())
                     && w.message
                         .as_deref()
                         .is_some_and(|m| m.to_ascii_lowercase().contains("pull"))

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::text::{field_value, matching_line, object_name, quote_from, quote_line};
 use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
-    cite,
+    cite, pod_of_job,
 };
 
 /// A Job's failure reason, or its controller's message. `DeadlineExceeded` alone is also a
@@ -115,10 +115,11 @@ impl Payload for JobFailed {
     }
 
     fn explains(&self, effect: &Finding) -> bool {
+        let ours = |pod: &Option<String>| pod_of_job(pod.as_deref(), self.job.as_deref());
         self.reason == JobFailure::Deadline
             && match &effect.fact {
-                Fact::Exited(e) => e.signalled(),
-                Fact::CrashLine(c) => c.after_signal,
+                Fact::Exited(e) => e.signalled() && ours(&e.pod),
+                Fact::CrashLine(c) => c.after_signal && ours(&c.pod),
                 _ => false,
             }
     }

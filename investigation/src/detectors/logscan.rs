@@ -68,6 +68,15 @@ pub struct LogScan<'a> {
 
 impl<'a> LogScan<'a> {
     pub fn new(evidence: &'a Evidence, round: &Round<'_>) -> Self {
+        Self::with_default_pod(evidence, round, round.ctx.default_resource.as_ref())
+    }
+
+    /// A scan whose pod, when the evidence names none, is `default_pod`.
+    fn with_default_pod(
+        evidence: &'a Evidence,
+        round: &Round<'_>,
+        default_pod: Option<&String>,
+    ) -> Self {
         let lines: Vec<(usize, &str)> = log_lines(evidence)
             .into_iter()
             .enumerate()
@@ -84,7 +93,7 @@ impl<'a> LogScan<'a> {
             evidence,
             lines,
             tail_start,
-            pod: object_name(evidence).or_else(|| round.ctx.default_resource.clone()),
+            pod: object_name(evidence).or_else(|| default_pod.cloned()),
             failure_observed: round.failure_observed(),
             structural: is_structural(evidence),
             service_level: round.ctx.service_level,
@@ -92,14 +101,20 @@ impl<'a> LogScan<'a> {
     }
 
     /// The logs of a round to scan: application logs, and structural evidence too when
-    /// `with_structural` (certificate errors quoted in a pod description).
+    /// `with_structural` (certificate errors quoted in a pod description), split per object as
+    /// [`Round::structural`] splits it so a neighbour's event is the neighbour's.
     pub fn all(round: &'a Round<'_>, with_structural: bool) -> Vec<LogScan<'a>> {
-        round
+        let logs = round
             .evidence
             .iter()
-            .filter(|e| is_application_log(e) || (with_structural && is_structural(e)))
-            .map(|e| LogScan::new(e, round))
-            .collect()
+            .filter(|e| is_application_log(e))
+            .map(|e| LogScan::new(e, round));
+        let views = round
+            .structural()
+            .iter()
+            .filter(|_| with_structural)
+            .map(|(e, ctx)| LogScan::with_default_pod(e, round, ctx.default_resource.as_ref()));
+        logs.chain(views).collect()
     }
 
     /// The last line matching `re`.

@@ -15,6 +15,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::containers::same_container;
 use super::series::shape::{
     HIGH_R2, LimitProjection, MIN_MEMORY_GROWTH_HOURS, Shape, classify, describe_growth,
     describe_shape, project_to_limit, since_last_reset,
@@ -25,7 +26,7 @@ use super::series::{
 };
 use super::{
     Confidence, DetectionContext, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene,
-    Subject, Symptom, cite, same_pod,
+    Subject, Symptom, cite,
 };
 use crate::evidence::Evidence;
 
@@ -188,19 +189,14 @@ impl Payload for MemoryGrowth {
     }
 
     fn explains(&self, effect: &Finding) -> bool {
-        let same_pod_or_series = |pod: &Option<String>| {
-            same_pod(self.pod.as_deref(), pod.as_deref()) || (self.pod.is_none() || pod.is_none())
-        };
-        let same_container = |container: &Option<String>| {
-            matches!((&self.container, container), (Some(a), Some(b)) if a == b)
-                || self.container.is_none()
-                || container.is_none()
+        let ours = |pod: &Option<String>, container: &Option<String>| {
+            same_container(&self.pod, &self.container, pod, container)
         };
         match &effect.fact {
-            Fact::OomKilled(o) => same_pod_or_series(&o.pod) && same_container(&o.container),
-            Fact::RestartTrend(r) => same_pod_or_series(&r.pod),
-            Fact::CrashLoop(c) => same_pod_or_series(&c.pod) && same_container(&c.container),
-            Fact::Exited(e) => e.code == 137 && same_pod_or_series(&e.pod),
+            Fact::OomKilled(o) => ours(&o.pod, &o.container),
+            Fact::RestartTrend(r) => ours(&r.pod, &None),
+            Fact::CrashLoop(c) => ours(&c.pod, &c.container),
+            Fact::Exited(e) => e.code == 137 && ours(&e.pod, &e.container),
             _ => false,
         }
     }

@@ -214,6 +214,7 @@ impl Payload for NodePressure {
             Fact::DiskFull(d) => {
                 self.pressure == Pressure::DiskPressure
                     && d.source == super::disk::DiskSource::Kubelet
+                    && d.node.as_deref() == Some(self.node.as_str())
             }
             Fact::Exited(e) => e.lost() && e.node.as_deref() == Some(self.node.as_str()),
             Fact::Disrupted(d) => {

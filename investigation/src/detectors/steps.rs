@@ -172,7 +172,7 @@ impl Payload for LoadGrowth {
     }
 
     fn explains(&self, effect: &Finding) -> bool {
-        let ours = |other: Option<&str>| super::same_resource(self.resource.as_deref(), other);
+        let ours = |other: Option<&str>| super::same_pod(self.resource.as_deref(), other);
         match &effect.fact {
             Fact::AutoscalerMaxed(a) => ours(a.target.as_deref().or(Some(a.hpa.as_str()))),
             _ => false,
@@ -245,7 +245,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 .iter()
                 .any(|f| q.contains(f))
         });
-        for (i, s) in series.iter().enumerate() {
+        for s in &series {
             // A raw counter only ever climbs: its "step" is the counter counting.
             let raw_counter = !rated
                 && s.labels.get("__name__").is_some_and(|n| {
@@ -260,7 +260,9 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 continue;
             };
             let mut refs = Vec::new();
-            if let Some(q) = quoted.get(i) {
+            // The quoted series with these labels: the two parses need not list the same
+            // series (a label value holding a brace is skipped by one of them).
+            if let Some(q) = quoted.iter().find(|q| q.series.labels == s.labels) {
                 refs.push(cite(evidence, q.labels_text.to_string()));
                 if let Some(pair) = q.pair_at(s.points[step.index].0) {
                     refs.push(cite(evidence, pair.to_string()));
@@ -268,7 +270,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             }
             let strong = step.before_median <= 0.0
                 || step.after_median >= 2.0 * ctx.step.min_ratio * step.before_median;
-            let resource = ["service", "deployment", "pod"]
+            let resource = ["service", "destination_service_name", "deployment", "pod"]
                 .iter()
                 .find_map(|k| s.labels.get(*k).cloned());
             let name = s.labels.get("__name__").map(String::as_str);

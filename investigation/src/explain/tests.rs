@@ -10,11 +10,13 @@ use crate::detectors::changes::{FollowingStep, Rollout, ScaleChange};
 use crate::detectors::config::{ConfigError, ConfigProblem};
 use crate::detectors::connections::ConnectionsExhausted;
 use crate::detectors::containers::{CrashLine, CrashLoop, Exited, OomKilled};
+use crate::detectors::disk::{DiskFull, DiskSource};
 use crate::detectors::disruptions::{Disrupted, Disruption};
 use crate::detectors::endpoints::NoEndpoints;
+use crate::detectors::errors::WarningEvent;
 use crate::detectors::images::ImagePull;
 use crate::detectors::jobs::{JobFailed, JobFailure};
-use crate::detectors::nodes::NodeNotReady;
+use crate::detectors::nodes::{NodeNotReady, NodePressure, Pressure};
 use crate::detectors::probes::{Probe, ProbeFailure};
 use crate::detectors::scheduling::{SchedulingReason, Unschedulable};
 use crate::detectors::steps::{LoadGrowth, MetricStep};
@@ -517,4 +519,60 @@ fn a_readiness_probe_explains_an_empty_service_only_when_its_pod_is_behind_it() 
     };
     assert!(probe.explains(&service(POD)));
     assert!(!probe.explains(&service("worker-5d8f7b9c4-q2w3e")));
+}
+
+#[test]
+fn a_jobs_deadline_explains_the_sigterm_of_its_own_pods_only() {
+    let deadline = verified(JobFailed {
+        job: Some("ledger-reconcile-29087415".into()),
+        reason: JobFailure::Deadline,
+    });
+    let stopped = |pod: &str| {
+        symptom(Exited {
+            pod: Some(pod.into()),
+            ..exited(143)
+        })
+    };
+    assert!(deadline.explains(&stopped("ledger-reconcile-29087415-q8k2d")));
+    assert!(!deadline.explains(&stopped("search-indexer-5c9d8f7b6-q2w3e")));
+}
+
+#[test]
+fn a_pull_failure_explains_the_pull_warnings_of_its_own_pod_only() {
+    let pull = verified(ImagePull {
+        pod: Some(POD.into()),
+        ..ImagePull::example()
+    });
+    let warning = |object: &str| {
+        symptom(WarningEvent {
+            reason: "Failed".into(),
+            object: Some(object.into()),
+            message: Some("Failed to pull image \"registry/api:2.4.2\": manifest unknown".into()),
+            line: "Failed to pull image".into(),
+        })
+    };
+    assert!(pull.explains(&warning(POD)));
+    assert!(!pull.explains(&warning("search-indexer-5c9d8f7b6-q2w3e")));
+}
+
+#[test]
+fn a_nodes_disk_pressure_explains_the_kubelets_account_on_that_node_only() {
+    let pressure = verified(NodePressure {
+        node: "worker-3".into(),
+        pressure: Pressure::DiskPressure,
+        reason: Some("KubeletHasDiskPressure".into()),
+        message: None,
+        restates_alert: false,
+    });
+    let full_on = |node: Option<&str>| {
+        verified(DiskFull {
+            pod: Some(POD.into()),
+            source: DiskSource::Kubelet,
+            restates_alert: false,
+            node: node.map(str::to_string),
+        })
+    };
+    assert!(pressure.explains(&full_on(Some("worker-3"))));
+    assert!(!pressure.explains(&full_on(Some("worker-4"))));
+    assert!(!pressure.explains(&full_on(None)));
 }

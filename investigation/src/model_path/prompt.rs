@@ -77,10 +77,11 @@ pub fn context(state: &IncidentState, fence: &Fence, evidence_chars: usize) -> S
     if !state.findings.is_empty() {
         let _ = writeln!(out, "\nWhat the detectors found:");
         for finding in &state.findings {
-            let status = if finding.verified {
-                "verified"
-            } else {
-                "not verified"
+            // A finding that no longer stands is context, however it was verified.
+            let status = match finding.standing.why() {
+                Some(why) => format!("no longer stands ({why})"),
+                None if finding.verified => "verified".to_string(),
+                None => "not verified".to_string(),
             };
             let _ = writeln!(
                 out,
@@ -139,4 +140,37 @@ pub fn judge(report: &Report, fence: &Fence) -> String {
          must answer something first (then up to three concrete questions).",
         fence.wrap("report", &text)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detectors::disk::{DiskFull, DiskSource};
+    use crate::detectors::{Confidence, Finding, Payload, Standing};
+
+    #[test]
+    fn a_finding_that_no_longer_stands_is_not_shown_to_the_model_as_verified() {
+        let mut state = IncidentState::default();
+        let mut stale = Finding::new(DiskFull::example(), Confidence::High, true);
+        stale.standing = Standing::Superseded {
+            because: "the pod has run since".into(),
+        };
+        state.findings = vec![
+            stale,
+            Finding::new(
+                DiskFull {
+                    source: DiskSource::Application,
+                    ..DiskFull::example()
+                },
+                Confidence::High,
+                true,
+            ),
+        ];
+        let text = context(&state, &Fence::random(), 1000);
+        assert!(
+            text.contains("- no longer stands (superseded: the pod has run since), High"),
+            "{text}"
+        );
+        assert_eq!(text.matches("- verified, High").count(), 1, "{text}");
+    }
 }

@@ -2,8 +2,8 @@
 //! running one's log.
 
 use crate::detectors::testing::{
-    DESCRIBE_EXIT_78, POD, assert_contains, ctx, describe, detect, find, log_of, previous_log,
-    shown,
+    DESCRIBE_EXIT_78, POD, assert_contains, ctx, describe, detect, event, event_list, events, find,
+    log_of, previous_log, shown,
 };
 use crate::detectors::{Confidence, Kind};
 
@@ -54,5 +54,33 @@ fn go_x509_expired_or_not_yet_valid_is_read_from_current_time() {
     assert_eq!(
         find(&findings, Kind::Certificate).title(),
         "TLS certificate not yet valid"
+    );
+}
+
+#[test]
+fn a_neighbours_certificate_event_in_a_namespace_list_is_the_neighbours() {
+    let list = event_list(&[
+        event(
+            "Warning",
+            "BackOff",
+            &format!("Pod/{POD}"),
+            "default",
+            "Back-off restarting failed container api",
+            "14:00:00",
+        ),
+        event(
+            "Warning",
+            "Failed",
+            "Pod/billing-sync-5c9d8f7b6-q2w3e",
+            "default",
+            "'x509: certificate has expired or is not yet valid'",
+            "14:00:05",
+        ),
+    ]);
+    let findings = detect(&[events(1, &list)], &ctx());
+    let expired = find(&findings, Kind::Certificate);
+    assert_eq!(
+        expired.resource().as_deref(),
+        Some("billing-sync-5c9d8f7b6-q2w3e")
     );
 }

@@ -319,3 +319,29 @@ time=2025-03-04T14:01:02Z level=ERROR msg="cache lookup failed" err="dial tcp: l
     };
     assert_eq!(d.failure, DependencyFailure::DnsTimeout);
 }
+
+#[test]
+fn a_refusal_that_names_no_endpoint_is_not_given_a_made_up_name() {
+    let log = "\
+2025-03-04T14:02:00Z INFO starting
+2025-03-04T14:02:01Z ERROR upstream: connection refused
+2025-03-04T14:02:02Z FATAL giving up after 3 attempts
+";
+    let evidence = [
+        describe(1, &DESCRIBE_EXIT_78.replace("78", "1")),
+        previous_log(2, log),
+    ];
+    let findings = detect(&evidence, &ctx());
+    let dep = find(&findings, Kind::Dependency);
+    let Fact::Dependency(d) = &dep.fact else {
+        unreachable!("a dependency finding holds a Dependency");
+    };
+    assert_eq!(d.endpoint, None);
+    assert_eq!(
+        dep.title(),
+        "Cannot connect to a dependency the log does not name"
+    );
+    // Without a name there is nothing to merge on or to point a step at.
+    assert_eq!(dep.subject(), None);
+    assert!(!d.merges_with(d));
+}

@@ -80,7 +80,12 @@ fn a_job_stopped_by_its_deadline_explains_the_sigterm_its_pod_got() {
             json!({"kind": "Job", "name": "ledger-reconcile-29087415", "namespace": "finance"}),
             DEADLINE_JOB,
         ),
-        describe(2, &pod),
+        ev(
+            2,
+            Capability::PodDescribe,
+            json!({"name": "ledger-reconcile-29087415-q8k2d", "namespace": "finance"}),
+            &pod,
+        ),
     ];
     let findings = detect(&evidence, &DetectionContext::default());
     let job = find(&findings, Kind::JobFailed);

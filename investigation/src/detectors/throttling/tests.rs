@@ -159,7 +159,7 @@ fn unreachable(failure: DependencyFailure) -> Finding {
     Finding::new(
         Dependency {
             pod: Some("shipping-rates-6b8d7c5f9-abcde".into()),
-            endpoint: "10.96.0.10:53".into(),
+            endpoint: Some("10.96.0.10:53".into()),
             failure,
             count: 2,
             says: "lookup api.carrierhub.io on 10.96.0.10:53: read udp: i/o timeout".into(),
