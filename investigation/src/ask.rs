@@ -25,9 +25,9 @@ use crate::evidence::Capability;
 
 use super::judge::MAX_QUESTIONS;
 use super::state::{IncidentState, IncidentUpdate};
+use crate::detectors::text::quote_line;
 use crate::missing::MissingKind;
 use crate::prior::memory;
-use crate::report::short_quote;
 
 /// The ask node's body.
 pub async fn ask(state: &IncidentState) -> IncidentUpdate {
@@ -181,14 +181,14 @@ fn about_a_past_incident(state: &IncidentState) -> Option<String> {
     let fix = if past.resolution.trim().is_empty() || past.resolution == past.root_cause {
         String::new()
     } else {
-        format!(" It was fixed by: {}", short_quote(&past.resolution))
+        format!(" It was fixed by: {}", quote_line(&past.resolution))
     };
     Some(format!(
         "Is this \"{}\" again (resolved {}, similar by {})? Its cause was: {}{fix}",
-        short_quote(&past.title),
+        quote_line(&past.title),
         past.resolved_at.format("%Y-%m-%d"),
         join_labels(prior.matched_on.iter().map(String::as_str)),
-        short_quote(&past.root_cause),
+        quote_line(&past.root_cause),
     ))
 }
 

@@ -25,7 +25,6 @@ use crate::evidence::{Evidence, quote_occurs_in};
 
 use super::report::{Cause, Report, UnsupportedClaim, Verdict};
 use super::state::{IncidentState, IncidentUpdate};
-use super::summarise::story;
 
 /// Most questions in a verdict (and in a round).
 pub const MAX_QUESTIONS: usize = 3;
@@ -197,31 +196,24 @@ fn detector_verified(cause: &Cause, findings: &[Finding]) -> bool {
 fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
     let when = state.alert.around();
     let target = &state.alert.target;
-    let current = |f: &&Finding| f.standing == Standing::Current;
     let mut questions = Vec::new();
     // What the alert saw has ended: ask whether it resolved before suspecting a change.
     let recovered = state
         .findings
         .iter()
-        .filter(current)
-        .find(|f| f.kind() == Kind::Recovered);
+        .find(|f| f.kind() == Kind::Recovered && f.standing == Standing::Current);
     if let Some(recovered) = recovered {
         questions.push(format!(
             "{} — has the alert resolved, or is something still wrong that this does not show?",
             recovered.title()
         ));
     }
-    // The story's strongest lead is asked about first.
-    let story = story(state);
-    let mut suspects: Vec<&Finding> = state
+    // In rank order: the strongest lead is asked about first. A finding that no longer
+    // stands plays no part (`Finding::role`).
+    let suspects = state
         .findings
         .iter()
-        .filter(current)
-        .filter(|f| f.role() == Role::Cause && !f.is_verified_cause())
-        .collect();
-    if let Some(lead) = story.lead {
-        suspects.sort_by_key(|f| !std::ptr::eq(*f, lead));
-    }
+        .filter(|f| f.role() == Role::Cause && !f.verified);
     for suspect in suspects {
         let question = match &suspect.fact {
             Fact::Rollout(_) if recovered.is_some() => continue,
@@ -255,12 +247,11 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
         };
         questions.push(question);
     }
-    let is_symptom = |f: &&Finding| matches!(f.role(), Role::Symptom | Role::Consequence);
     if report.causes.is_empty()
-        && let Some(symptom) = story
-            .lead
-            .filter(is_symptom)
-            .or_else(|| state.findings.iter().filter(current).find(is_symptom))
+        && let Some(symptom) = state
+            .findings
+            .iter()
+            .find(|f| matches!(f.role(), Role::Symptom | Role::Consequence))
     {
         questions.push(match symptom.kind() {
             Kind::CrashLoop | Kind::Exited => format!(

@@ -36,7 +36,7 @@ pub fn next_steps(state: &IncidentState, story: &Explanation<'_>) -> Vec<String>
             .rest
             .iter()
             .copied()
-            .filter(|f| f.standing == Standing::Current && f.role() != Role::Context);
+            .filter(|f| f.role() != Role::Context);
         let context = story
             .rest
             .iter()

@@ -15,12 +15,12 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detectors::{Confidence, Finding};
+use crate::detectors::Finding;
+use crate::detectors::text;
 use crate::evidence::Evidence;
 use crate::missing::{Missing, MissingKind};
 use crate::model_run::ModelRun;
 use crate::prior::memory;
-use crate::report::short_quote;
 use crate::report::{Cause, Claim, Report, Verdict};
 use crate::state::{IncidentState, Usage};
 
@@ -129,8 +129,8 @@ pub fn render_markdown(state: &IncidentState) -> String {
                 out,
                 "• {title} (matched on {}{similarity}): {} Fix: {}",
                 prior.matched_on.join(", "),
-                escape(&short_quote(&prior.incident.root_cause)),
-                escape(&short_quote(&prior.incident.resolution)),
+                escape(&text::quote_line(&prior.incident.root_cause)),
+                escape(&text::quote_line(&prior.incident.resolution)),
             );
         }
     }
@@ -146,12 +146,12 @@ fn lead(state: &IncidentState, report: &Report) -> String {
     match report.causes.first() {
         Some(cause) if state.grounded() => format!(
             "Likely cause ({} confidence): {}",
-            confidence(cause.confidence),
+            cause.confidence.as_str(),
             cause.statement
         ),
         Some(cause) => format!(
             "No cause confirmed yet; strongest lead ({} confidence, unverified): {}",
-            confidence(cause.confidence),
+            cause.confidence.as_str(),
             cause.statement
         ),
         None => match &report.lead {
@@ -181,7 +181,7 @@ fn write_cause<'a>(out: &mut String, cause: &'a Cause, shown: &mut Vec<&'a Claim
     let _ = writeln!(
         out,
         "*{label}* ({} confidence, {how} {detector}): {}",
-        confidence(cause.confidence),
+        cause.confidence.as_str(),
         escape(&cause.statement)
     );
     let _ = writeln!(out, "{}", escape(&cause.detail));
@@ -234,7 +234,7 @@ fn write_observations(out: &mut String, title: &str, causes: &[Cause]) {
             out,
             "• {} ({} confidence{detector})",
             escape(&cause.statement),
-            confidence(cause.confidence)
+            cause.confidence.as_str()
         );
         if let Some(claim) = cause.claims.first() {
             let _ = writeln!(out, "  {}", quote_line(claim));
@@ -262,14 +262,6 @@ fn write_missing(out: &mut String, missing: &[Missing]) {
             capitalise(item.capability.label()),
             escape(&item.reason)
         );
-    }
-}
-
-fn confidence(c: Confidence) -> &'static str {
-    match c {
-        Confidence::High => "high",
-        Confidence::Medium => "medium",
-        Confidence::Low => "low",
     }
 }
 

@@ -12,18 +12,6 @@ use crate::evidence::EvidenceId;
 use crate::missing::Missing;
 use crate::prior::PriorIncident;
 
-/// Longest quote a report carries (characters): a detector's quote whole, so the part that
-/// decides (a status code at the end of a long line) stays in it. Evidence text is untrusted:
-/// quotes stay short and the post never pastes whole excerpts.
-pub const MAX_REPORT_QUOTE_CHARS: usize = crate::detectors::text::MAX_QUOTE_CHARS;
-
-/// A verbatim prefix of `quote`, trimmed, at most [`MAX_REPORT_QUOTE_CHARS`] characters.
-pub fn short_quote(quote: &str) -> String {
-    firstline_model::text::prefix(quote.trim(), MAX_REPORT_QUOTE_CHARS)
-        .trim_end()
-        .to_string()
-}
-
 /// What `summarise` wrote.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -59,11 +47,6 @@ impl Report {
             .flat_map(Cause::with_evidence)
             .chain(&self.observations)
             .flat_map(|c| c.claims.iter())
-    }
-
-    /// The headline: a confirmed cause that explains the alert's symptom, if the report has one.
-    pub fn headline_cause(&self) -> Option<&Cause> {
-        self.causes.first().filter(|c| c.confirmed)
     }
 }
 
@@ -106,8 +89,9 @@ pub struct Claim {
     pub statement: String,
     /// The evidence cited. The quote must occur in each of them.
     pub evidence: Vec<EvidenceId>,
-    /// Verbatim (after whitespace/case normalisation) from the cited evidence; ≤
-    /// [`MAX_REPORT_QUOTE_CHARS`].
+    /// Verbatim (after whitespace/case normalisation) from the cited evidence; at most a
+    /// detector's quote ([`crate::detectors::text::quote_line`]): evidence text is untrusted,
+    /// so quotes stay short and the post never pastes whole excerpts.
     pub quote: String,
 }
 

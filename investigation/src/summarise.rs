@@ -25,15 +25,16 @@
 use firstline_alert::title::first_line;
 use tracing::Instrument;
 
-use crate::detectors::{DetectionContext, Finding, Kind, Role, Standing};
+use crate::detectors::{Finding, Kind, Role, alert_symptom};
 use crate::evidence::Evidence;
 use crate::explain::{Chain, Explanation, explain};
 use firstline_alert::AlertStatus;
 
 use super::next_steps::next_steps;
-use super::report::{Cause, Claim, Report, short_quote};
+use super::report::{Cause, Claim, Report};
 use super::state::{AlertInput, IncidentState, IncidentUpdate};
 use crate::catalogue;
+use crate::detectors::text::quote_line;
 
 /// The summarise node's body.
 pub async fn summarise(state: &IncidentState) -> IncidentUpdate {
@@ -49,10 +50,7 @@ pub async fn summarise(state: &IncidentState) -> IncidentUpdate {
 
 /// The findings of `state` as a story: chains for the alert's symptom.
 pub fn story(state: &IncidentState) -> Explanation<'_> {
-    explain(
-        &state.findings,
-        DetectionContext::for_alert(&state.alert.target).symptom,
-    )
+    explain(&state.findings, alert_symptom(&state.alert.target))
 }
 
 /// The report for a state whose investigation and recall are done.
@@ -138,7 +136,7 @@ fn chain_cause(chain: &Chain<'_>, evidence: &[Evidence]) -> Cause {
 fn observation_of(finding: &Finding, evidence: &[Evidence]) -> Cause {
     let mut cause = cause_of(finding, evidence);
     cause.confirmed = false;
-    if finding.standing == Standing::Current && finding.is_verified_cause() {
+    if finding.is_verified_cause() {
         cause.detail = format!(
             "{} (Verified, but it does not explain what the alert reports: context.)",
             cause.detail
@@ -163,7 +161,7 @@ fn cause_of(finding: &Finding, evidence: &[Evidence]) -> Cause {
         .refs
         .iter()
         .filter_map(|citation| {
-            let quote = short_quote(&citation.quote);
+            let quote = quote_line(&citation.quote);
             if quote.is_empty() {
                 return None;
             }
@@ -198,7 +196,7 @@ pub fn headline(alert: &AlertInput) -> String {
             "" => "An alert with no text",
             line => line,
         };
-        return format!("Alert: {}", short_quote(first));
+        return format!("Alert: {}", quote_line(first));
     };
     let mut line = String::new();
     if target.status == Some(AlertStatus::Resolved) {
@@ -216,7 +214,7 @@ pub fn headline(alert: &AlertInput) -> String {
         line.push_str(&format!(" since {}", crate::state::clock(at)));
     }
     if let Some(summary) = target.summary.as_deref().filter(|s| *s != name) {
-        line.push_str(&format!(": {}", short_quote(summary)));
+        line.push_str(&format!(": {}", quote_line(summary)));
     }
     line
 }

@@ -129,7 +129,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     round
         .objects("HorizontalPodAutoscaler")
         .into_iter()
-        .filter_map(|(evidence, object)| autoscaler(evidence, &object))
+        .filter_map(|(evidence, object)| autoscaler(evidence, object))
         .collect()
 }
 

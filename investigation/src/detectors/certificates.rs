@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::logscan::{LogScan, last_match_end, repeats};
-use super::text::quote_around;
+use super::logscan::{LogScan, repeats};
+use super::text::quote_deciding;
 use super::{
     Finding, KindSpec, ObjectKind, POD_FAILURES, Payload, Role, Round, Scene, Subject, cite,
 };
@@ -167,10 +167,10 @@ fn certificate(scan: &LogScan<'_>, class_repeats: usize) -> Option<Finding> {
         })
         .copied()
         .unwrap_or((last_index, last_line));
-    let around = |line: &str| quote_around(line, last_match_end(&CERTIFICATE, line).unwrap_or(0));
-    let mut refs = vec![cite(scan.evidence, around(headline.1))];
+    let says = quote_deciding(headline.1, &CERTIFICATE);
+    let mut refs = vec![cite(scan.evidence, says.clone())];
     if headline.0 != last_index {
-        refs.push(cite(scan.evidence, around(last_line)));
+        refs.push(cite(scan.evidence, quote_deciding(last_line, &CERTIFICATE)));
     }
     let (verified, confidence) = scan.class_strength(last_index, class_repeats);
     Some(
@@ -178,7 +178,7 @@ fn certificate(scan: &LogScan<'_>, class_repeats: usize) -> Option<Finding> {
             Certificate {
                 pod: scan.pod.clone(),
                 problem: CertificateProblem::of(&all),
-                says: around(headline.1),
+                says,
             },
             confidence,
             verified,

@@ -27,7 +27,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::steps::MetricStep;
-use super::text::{looks_like_injection, quote_line};
+use super::text::{event_field, looks_like_injection, quote_line};
 use super::{
     Confidence, Fact, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject,
     Symptom, cite,
@@ -384,12 +384,7 @@ fn scaling(
         let to: u64 = caps[2].parse().unwrap_or(0);
         let from: Option<u64> = caps.get(3).and_then(|m| m.as_str().parse().ok());
         if deployment.is_none() {
-            deployment = record.iter().find_map(|l| {
-                let t = l.trim_start().trim_start_matches("- ");
-                t.strip_prefix("Name:")
-                    .or_else(|| t.strip_prefix("name:"))
-                    .map(|n| n.trim().to_string())
-            });
+            deployment = event_field(record, "name").map(|(name, _)| name.to_string());
         }
         if caps[1].eq_ignore_ascii_case("up") {
             ups.push((to, from, time, message));

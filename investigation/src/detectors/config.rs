@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::logscan::{LogScan, last_match_end};
-use super::text::{looks_like_injection, object_name, quote_around, quote_from, quote_line};
+use super::logscan::LogScan;
+use super::text::{looks_like_injection, object_name, quote_deciding, quote_from, quote_line};
 use super::{
     Confidence, Finding, KindSpec, ObjectKind, POD_FAILURES, Payload, Role, Round, Scene, Subject,
     cite,
@@ -268,7 +268,7 @@ fn missing_setting(scan: &LogScan<'_>) -> Option<Finding> {
             "ERROR" | "FATAL" | "WARN" | "WARNING" | "INFO" | "DEBUG" | "PANIC"
         )
     });
-    let quote = quote_around(line, last_match_end(&MISSING_SETTING, line).unwrap_or(0));
+    let quote = quote_deciding(line, &MISSING_SETTING);
     let (verified, confidence) = scan.strength(index);
     Some(
         Finding::new(

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::logscan::{LogScan, last_match_end, repeats};
-use super::text::quote_around;
+use super::logscan::{LogScan, repeats};
+use super::text::quote_deciding;
 use super::{Fact, Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
 
 /// A client's pool has no free connection (HikariCP, SQLAlchemy, DBCP, pgx, generic).
@@ -107,10 +107,7 @@ impl Payload for ConnectionsExhausted {
                 "Every connection of the pool{} is busy: find what holds them (slow queries, \
                  long transactions, a leak) before raising the pool size; the database must \
                  allow pool size × replicas.",
-                self.pod
-                    .as_deref()
-                    .map(|p| format!(" in `{p}`"))
-                    .unwrap_or_default()
+                in_pod(self.pod.as_deref())
             )
         }
     }
@@ -138,15 +135,14 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
 fn exhausted(scan: &LogScan<'_>, class_repeats: usize) -> Option<Finding> {
     let limit = scan.last(&CONNECTION_LIMIT);
     let pool = scan.last(&POOL_EXHAUSTED);
-    let quote = |re: &Regex, line: &str| quote_around(line, last_match_end(re, line).unwrap_or(0));
     let (says, index) = match (limit, pool) {
-        (Some((index, line)), _) => (quote(&CONNECTION_LIMIT, line), index),
-        (None, Some((index, line))) => (quote(&POOL_EXHAUSTED, line), index),
+        (Some((index, line)), _) => (quote_deciding(line, &CONNECTION_LIMIT), index),
+        (None, Some((index, line))) => (quote_deciding(line, &POOL_EXHAUSTED), index),
         (None, None) => return None,
     };
     let mut refs = vec![cite(scan.evidence, says.clone())];
     if let (Some(_), Some((_, line))) = (limit, pool) {
-        let quoted = quote(&POOL_EXHAUSTED, line);
+        let quoted = quote_deciding(line, &POOL_EXHAUSTED);
         if !refs.iter().any(|c| c.quote == quoted) {
             refs.push(cite(scan.evidence, quoted));
         }

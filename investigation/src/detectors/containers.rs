@@ -606,10 +606,6 @@ impl<'a> Scan<'a> {
         })
     }
 
-    fn finding(&self, fact: impl Into<Fact>, verified: bool, confidence: Confidence) -> Finding {
-        Finding::new(fact, confidence, verified)
-    }
-
     fn crash_loop(&self) -> Option<Finding> {
         let reason = matching_line(&self.lines, &CRASH_LOOP);
         let backoff = matching_line(&self.lines, &BACKOFF_RESTART);
@@ -637,7 +633,7 @@ impl<'a> Scan<'a> {
                 })
             })
             .or_else(|| restarts.and_then(|(i, _)| container_for_line(&self.lines, i)));
-        let mut finding = self.finding(
+        let mut finding = Finding::new(
             CrashLoop {
                 pod: self.pod.clone(),
                 container,
@@ -645,8 +641,8 @@ impl<'a> Scan<'a> {
                 backing_off: reason.is_some(),
                 backoff_event: backoff.is_some(),
             },
-            false,
             Confidence::High,
+            false,
         );
         for index in [reason, backoff, many_restarts.map(|(i, _)| i)]
             .into_iter()
@@ -697,18 +693,17 @@ impl<'a> Scan<'a> {
                 || (code == 137 && self.lines.iter().any(|l| OOM_EVENT.is_match(l)));
             if oom {
                 let limit = self.memory_limit(container.as_deref());
-                let mut finding = self
-                    .finding(
-                        OomKilled {
-                            pod: self.pod.clone(),
-                            container,
-                            exit_code: Some(code),
-                            limit: limit.map(|(_, l)| l.to_string()),
-                        },
-                        true,
-                        Confidence::High,
-                    )
-                    .dated(finished_at);
+                let mut finding = Finding::new(
+                    OomKilled {
+                        pod: self.pod.clone(),
+                        container,
+                        exit_code: Some(code),
+                        limit: limit.map(|(_, l)| l.to_string()),
+                    },
+                    Confidence::High,
+                    true,
+                )
+                .dated(finished_at);
                 for index in [reason.map(|(i, _)| i), Some(index), limit.map(|(i, _)| i)]
                     .into_iter()
                     .flatten()
@@ -725,25 +720,24 @@ impl<'a> Scan<'a> {
                 .filter(|(_, m)| !m.is_empty() && !looks_like_injection(m))
                 .filter(|_| !lost);
             let verified = usable_message.is_some();
-            let mut finding = self
-                .finding(
-                    Exited {
-                        pod: self.pod.clone(),
-                        container,
-                        code,
-                        reason: reason_text.map(str::to_string),
-                        message: usable_message.map(|(_, m)| m.to_string()),
-                        finished_at,
-                        node: self.node.clone(),
-                    },
-                    verified,
-                    if verified {
-                        Confidence::High
-                    } else {
-                        Confidence::Medium
-                    },
-                )
-                .dated(finished_at);
+            let mut finding = Finding::new(
+                Exited {
+                    pod: self.pod.clone(),
+                    container,
+                    code,
+                    reason: reason_text.map(str::to_string),
+                    message: usable_message.map(|(_, m)| m.to_string()),
+                    finished_at,
+                    node: self.node.clone(),
+                },
+                if verified {
+                    Confidence::High
+                } else {
+                    Confidence::Medium
+                },
+                verified,
+            )
+            .dated(finished_at);
             for index in [
                 Some(index),
                 reason.map(|(i, _)| i),
@@ -764,15 +758,15 @@ impl<'a> Scan<'a> {
                 OOM_EVENT.is_match(l) && !looks_like_injection(l) && !l.contains("--")
             })
         {
-            let mut finding = self.finding(
+            let mut finding = Finding::new(
                 OomKilled {
                     pod: self.pod.clone(),
                     container: None,
                     exit_code: None,
                     limit: None,
                 },
-                true,
                 Confidence::High,
+                true,
             );
             finding
                 .refs

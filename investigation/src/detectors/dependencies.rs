@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::logscan::{LogScan, last_match_end, repeats};
-use super::text::quote_around;
+use super::logscan::{LogScan, repeats};
+use super::text::{quote_deciding, quote_line};
 use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
 
 static DEPENDENCY: LazyLock<Regex> = regex!(
@@ -206,10 +206,10 @@ fn dependency_errors(
     by_endpoint
         .into_iter()
         .map(|(endpoint, (failure, count, index, line))| {
-            let end = last_match_end(&DNS_TIMEOUT, line)
-                .or_else(|| last_match_end(&DNS, line))
-                .or_else(|| last_match_end(&DEPENDENCY, line));
-            let quote = quote_around(line, end.unwrap_or(0));
+            let quote = [&*DNS_TIMEOUT, &*DNS, &*DEPENDENCY]
+                .into_iter()
+                .find(|re| re.is_match(line))
+                .map_or_else(|| quote_line(line), |re| quote_deciding(line, re));
             let class_repeats = if failure == DependencyFailure::Connect {
                 connect_repeats
             } else {

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::logscan::{LogScan, last_match_end};
-use super::text::{field_value, looks_like_injection, object_name, quote_around, quote_from};
+use super::logscan::LogScan;
+use super::text::{field_value, looks_like_injection, object_name, quote_deciding, quote_from};
 use super::{
     Confidence, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom, cite,
 };
@@ -181,7 +181,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         let Some((index, line)) = scan.last(&NO_SPACE) else {
             continue;
         };
-        let quote = quote_around(line, last_match_end(&NO_SPACE, line).unwrap_or(0));
+        let quote = quote_deciding(line, &NO_SPACE);
         let (verified, confidence) = scan.strength(index);
         out.push(
             Finding::new(

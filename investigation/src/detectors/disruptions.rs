@@ -192,7 +192,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = round
         .pods()
         .into_iter()
-        .filter_map(|(evidence, pod)| condition(evidence, &pod))
+        .filter_map(|(evidence, pod)| condition(evidence, pod))
         .collect();
     for evidence in round.of(Capability::Events) {
         out.extend(events(evidence));

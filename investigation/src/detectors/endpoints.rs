@@ -125,7 +125,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     round
         .objects("Endpoints")
         .into_iter()
-        .filter_map(|(evidence, object)| no_endpoints(round, evidence, &object))
+        .filter_map(|(evidence, object)| no_endpoints(round, evidence, object))
         .collect()
 }
 

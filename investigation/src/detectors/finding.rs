@@ -30,17 +30,6 @@ pub enum Role {
     Context,
 }
 
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Cause => "cause",
-            Role::Symptom => "symptom",
-            Role::Consequence => "consequence",
-            Role::Context => "context",
-        }
-    }
-}
-
 /// How sure the detector is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -51,6 +40,7 @@ pub enum Confidence {
 }
 
 impl Confidence {
+    /// `high`, `medium`, `low`, as a report says it.
     pub fn as_str(self) -> &'static str {
         match self {
             Confidence::Low => "low",

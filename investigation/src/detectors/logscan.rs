@@ -28,12 +28,6 @@ const TAIL_LINES: usize = 10;
 /// Lines of one failure class, across the round's logs, that corroborate a service-level alert.
 pub const MIN_REPEATS: usize = 2;
 
-/// Where the last match of `re` in `line` ends: the most specific part of a wrapped error
-/// (`failed to connect …: dial tcp …: connection refused`) comes last.
-pub fn last_match_end(re: &Regex, line: &str) -> Option<usize> {
-    re.find_iter(line).last().map(|m| m.end())
-}
-
 /// How many lines of the round's application logs show a failure of one class (`matches`),
 /// not counting lines logged below error level.
 pub fn repeats(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> usize {

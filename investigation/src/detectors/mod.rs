@@ -236,6 +236,8 @@ pub struct Round<'a> {
     pub found: &'a [Finding],
     /// The structural evidence, split per object (see [`Round::structural`]).
     views: &'a [(Evidence, DetectionContext)],
+    /// The objects the evidence holds, parsed once (see [`Round::objects`]).
+    parsed: &'a [(&'a Evidence, serde_json::Value)],
 }
 
 impl Round<'_> {
@@ -260,41 +262,37 @@ impl Round<'_> {
     /// The objects of `kind` (`Node`, `HorizontalPodAutoscaler`, …) the round's object views
     /// hold (kubernetes-mcp-server's `resources_get` / `resources_list`, the API's JSON), each
     /// with the evidence it came from.
-    pub fn objects(&self, kind: &str) -> Vec<(&Evidence, serde_json::Value)> {
-        self.evidence
+    pub fn objects(&self, kind: &str) -> Vec<(&Evidence, &serde_json::Value)> {
+        self.parsed
             .iter()
-            .filter(|e| {
+            .filter(|(e, o)| {
                 matches!(
                     e.capability,
                     Capability::ObjectGet | Capability::ObjectList | Capability::Other(_)
-                )
+                ) && crate::kube::str_at(o, "/kind") == Some(kind)
             })
-            .flat_map(|e| {
-                crate::kube::objects(&e.excerpt)
-                    .into_iter()
-                    .map(move |o| (e, o))
-            })
-            .filter(|(_, o)| crate::kube::str_at(o, "/kind") == Some(kind))
+            .map(|(e, o)| (*e, o))
             .collect()
     }
 
     /// The pods the round's descriptions and object views hold.
-    pub fn pods(&self) -> Vec<(&Evidence, serde_json::Value)> {
-        self.evidence
+    pub fn pods(&self) -> Vec<(&Evidence, &serde_json::Value)> {
+        self.parsed
             .iter()
-            .filter(|e| {
+            .filter(|(e, o)| {
                 matches!(
                     e.capability,
                     Capability::PodDescribe | Capability::ObjectGet | Capability::ObjectList
-                )
+                ) && crate::kube::str_at(o, "/kind").is_none_or(|k| k == "Pod")
             })
-            .flat_map(|e| {
-                crate::kube::objects(&e.excerpt)
-                    .into_iter()
-                    .map(move |o| (e, o))
-            })
-            .filter(|(_, o)| crate::kube::str_at(o, "/kind").is_none_or(|k| k == "Pod"))
+            .map(|(e, o)| (*e, o))
             .collect()
+    }
+
+    /// Every Kubernetes object the round's descriptions and object views hold, parsed once a
+    /// round, with the evidence it came from.
+    pub fn parsed_objects(&self) -> &[(&Evidence, serde_json::Value)] {
+        self.parsed
     }
 
     /// Evidence of one capability.
@@ -646,6 +644,7 @@ fn about_replicas(alertname: &str) -> bool {
 /// findings of one kind about one thing and ranks the rest.
 pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Finding> {
     let views = structural_views(evidence, ctx);
+    let parsed = parse_objects(evidence);
     let mut findings: Vec<Finding> = Vec::new();
     for part in PARTS {
         let round = Round {
@@ -653,6 +652,7 @@ pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Findi
             ctx,
             found: &findings,
             views: &views,
+            parsed: &parsed,
         };
         let found = (part.detect)(&round);
         tracing::trace!(part = part.name, found = found.len(), "detector part ran");
@@ -663,11 +663,33 @@ pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Findi
         ctx,
         found: &[],
         views: &views,
+        parsed: &parsed,
     };
     standing::decide(&mut findings, &all);
     let mut merged = merge(findings);
     rank_findings(&mut merged);
     merged
+}
+
+/// The Kubernetes objects of the round's descriptions and object views.
+fn parse_objects(evidence: &[Evidence]) -> Vec<(&Evidence, serde_json::Value)> {
+    evidence
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.capability,
+                Capability::PodDescribe
+                    | Capability::ObjectGet
+                    | Capability::ObjectList
+                    | Capability::Other(_)
+            )
+        })
+        .flat_map(|e| {
+            crate::kube::objects(&e.excerpt)
+                .into_iter()
+                .map(move |o| (e, o))
+        })
+        .collect()
 }
 
 /// Object views and events, Kubernetes' own views first, each event list split per object.
@@ -716,13 +738,7 @@ fn per_object(item: &Evidence, ctx: &DetectionContext) -> Vec<(Evidence, Detecti
         .into_iter()
         .map(|block| {
             // The involved object's name: the first `name:` of the event's block.
-            let name = block.iter().find_map(|line| {
-                let field = line.trim_start().trim_start_matches("- ");
-                field
-                    .strip_prefix("Name:")
-                    .or_else(|| field.strip_prefix("name:"))
-                    .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
-            });
+            let name = text::event_field(&block, "name").map(|(name, _)| name.to_string());
             let mut part = item.clone();
             part.excerpt = block.join("\n");
             let mut part_ctx = ctx.clone();

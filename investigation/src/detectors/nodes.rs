@@ -238,7 +238,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     round
         .objects("Node")
         .into_iter()
-        .flat_map(|(evidence, object)| node(round, evidence, &object))
+        .flat_map(|(evidence, object)| node(round, evidence, object))
         .collect()
 }
 

@@ -138,38 +138,20 @@ impl Payload for Recovered {
     }
 }
 
-impl Recovered {
-    /// The workload whose replicas recovered, when that is what recovered.
-    pub fn workload(&self) -> Option<&str> {
-        match &self.recovery {
-            Recovery::Workload { name, .. } => Some(name),
-            Recovery::Container { .. } => None,
-        }
-    }
-}
-
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let ctx = round.ctx;
     let mut out = Vec::new();
-    for evidence in round.evidence {
-        let objects = || kube::objects(&evidence.excerpt);
+    for (evidence, object) in round.parsed_objects() {
         match evidence.capability {
-            Capability::PodDescribe => {
-                for object in objects() {
-                    out.extend(container(evidence, &object, ctx.alert_start));
-                }
-            }
+            Capability::PodDescribe => out.extend(container(evidence, object, ctx.alert_start)),
             Capability::ObjectGet | Capability::ObjectList | Capability::Other(_)
-                if ctx.about_replicas =>
-            {
-                for object in objects() {
-                    if matches!(
-                        kube::str_at(&object, "/kind"),
+                if ctx.about_replicas
+                    && matches!(
+                        kube::str_at(object, "/kind"),
                         Some("Deployment" | "StatefulSet" | "DaemonSet")
-                    ) {
-                        out.extend(workload(evidence, &object, ctx.alert_start));
-                    }
-                }
+                    ) =>
+            {
+                out.extend(workload(evidence, object, ctx.alert_start));
             }
             _ => {}
         }

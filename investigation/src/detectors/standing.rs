@@ -98,7 +98,7 @@ fn pod_states(round: &Round<'_>) -> Vec<PodState> {
         .pods()
         .into_iter()
         .filter_map(|(_, pod)| {
-            let name = kube::str_at(&pod, "/metadata/name")?.to_string();
+            let name = kube::str_at(pod, "/metadata/name")?.to_string();
             pod.pointer("/status")?;
             let statuses: Vec<&Value> = pod
                 .pointer("/status/containerStatuses")
@@ -113,13 +113,13 @@ fn pod_states(round: &Round<'_>) -> Vec<PodState> {
                 .map(|t| t.with_timezone(&Utc))
                 .max();
             Some(PodState {
-                running: kube::str_at(&pod, "/status/phase") == Some("Running"),
-                pending: kube::str_at(&pod, "/status/phase") == Some("Pending"),
+                running: kube::str_at(pod, "/status/phase") == Some("Running"),
+                pending: kube::str_at(pod, "/status/phase") == Some("Pending"),
                 ready: !statuses.is_empty()
                     && statuses
                         .iter()
                         .all(|s| s.get("ready").and_then(Value::as_bool) == Some(true)),
-                node: kube::str_at(&pod, "/spec/nodeName").map(str::to_string),
+                node: kube::str_at(pod, "/spec/nodeName").map(str::to_string),
                 started,
                 name,
             })
@@ -137,11 +137,9 @@ fn superseded(
     let pod_named = |name: Option<&str>| pods.iter().find(|p| Some(p.name.as_str()) == name);
     // An object the round shows exists now: a report that it was missing is history.
     let exists = |kind: &str, name: &str| {
-        round.evidence.iter().any(|e| {
-            kube::objects(&e.excerpt).iter().any(|o| {
-                kube::str_at(o, "/kind").is_some_and(|k| k.eq_ignore_ascii_case(kind))
-                    && kube::str_at(o, "/metadata/name") == Some(name)
-            })
+        round.parsed_objects().iter().any(|(_, o)| {
+            kube::str_at(o, "/kind").is_some_and(|k| k.eq_ignore_ascii_case(kind))
+                && kube::str_at(o, "/metadata/name") == Some(name)
         })
     };
     let alert = round.ctx.alert_start;

@@ -33,8 +33,8 @@ fn every_kind_declares_its_role_verification_and_next_step() {
         );
         assert!(
             !spec.accounts_for.is_empty() || matches!(spec.role, Role::Context | Role::Symptom),
-            "{kind:?} is a {} but accounts for no symptom",
-            spec.role.as_str()
+            "{kind:?} is a {:?} but accounts for no symptom",
+            spec.role
         );
         let finding = Finding::new(example, Confidence::High, true);
         assert!(!finding.title().trim().is_empty(), "{kind:?} has no title");

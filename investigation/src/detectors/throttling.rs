@@ -133,12 +133,7 @@ impl Payload for CpuThrottling {
         let workload = self
             .pod
             .as_deref()
-            .and_then(|pod| {
-                crate::kube::deployment_of(&crate::kube::PodInfo {
-                    name: pod.to_string(),
-                    ..Default::default()
-                })
-            })
+            .and_then(crate::kube::deployment_of_name)
             .map_or_else(|| scene.workload_ref.clone(), |d| format!("deployment/{d}"));
         format!(
             "The container is CPU-throttled: raise its CPU limit in {workload} (or remove it and \

@@ -187,11 +187,6 @@ pub struct Restarts {
     pub window: Duration,
 }
 
-/// The shape of `points` ((Unix seconds, value), in time order).
-pub fn classify_shape(points: &[(f64, f64)]) -> Shape {
-    classify(points).shape
-}
-
 /// Usage against a constant `limit` (or the last value of a limit series): when it reached
 /// the limit, else when the trend's line meets it.
 pub fn project_to_limit(points: &[(f64, f64)], trend: &LinearTrend, limit: f64) -> LimitProjection {
@@ -352,11 +347,6 @@ pub fn describe_restarts(r: &Restarts) -> String {
     text
 }
 
-/// Throttling over a window from a ratio series (throttled periods / periods, 0..1).
-pub fn summarise_throttling(ratio: &[(f64, f64)]) -> Option<Throttling> {
-    throttling(ratio).map(|(t, _)| t)
-}
-
 /// Per-step increases of a counter (the later sample's time). A decrease is a counter reset:
 /// the counter restarted from zero, so its new value is the increase.
 pub fn counter_increases(counter: &[(f64, f64)]) -> Vec<(f64, f64)> {
@@ -395,11 +385,6 @@ pub fn throttling_ratio(throttled: &[(f64, f64)], periods: &[(f64, f64)]) -> Vec
             (*per > 0.0).then(|| (*t, (thr / per).clamp(0.0, 1.0)))
         })
         .collect()
-}
-
-/// Restarts in a window from a restart counter; `None` when it did not move.
-pub fn summarise_restarts(counter: &[(f64, f64)]) -> Option<Restarts> {
-    restarts(counter).map(|(r, _)| r)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,6 +11,18 @@ use super::*;
 use crate::detectors::testing::{MIB, Style, T0, jitter, matrix, samples};
 use crate::excerpt::excerpt;
 
+fn classify_shape(points: &[(f64, f64)]) -> Shape {
+    classify(points).shape
+}
+
+fn summarise_throttling(ratio: &[(f64, f64)]) -> Option<Throttling> {
+    throttling(ratio).map(|(t, _)| t)
+}
+
+fn summarise_restarts(counter: &[(f64, f64)]) -> Option<Restarts> {
+    restarts(counter).map(|(r, _)| r)
+}
+
 /// R² a climb needs to count as growth (`shape`'s `GROWTH_MIN_R2`).
 const GROWTH_MIN_R2: f64 = 0.6;
 
