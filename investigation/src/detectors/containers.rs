@@ -5,7 +5,7 @@
 //! | kind | role | verified when |
 //! |---|---|---|
 //! | [`OomKilled`] | cause | the kubelet reports `OOMKilled` (or exit 137 beside an OOM event) |
-//! | [`CrashLine`] | cause | a container of the pod crashed, and the line ends its log |
+//! | [`CrashLine`] | cause | a container of the pod crashed, and the line is the one its log died on (at error level) |
 //! | [`Exited`] | symptom; consequence for SIGTERM/SIGKILL and lost containers; cause when the runtime says why | the runtime's own message says why |
 //! | [`CrashLoop`] | symptom | never: a crash loop is *that* it dies, not why |
 //!
@@ -195,8 +195,10 @@ impl Payload for CrashLine {
         name: "crash-line",
         role: Role::Cause,
         verified_when: "a container of the pod crashed (a crash loop, an abnormal exit or a \
-                        failed job), the line ends its log and is logged at error level or above \
-                        (a consequence when a signal stopped the container first)",
+                        failed job) and the line is the one its log died on (a raised \
+                        exception, a fatal line, else the last error before any teardown), \
+                        logged at error level or above (a consequence when a signal stopped the \
+                        container first)",
         accounts_for: POD_FAILURES,
     };
 
