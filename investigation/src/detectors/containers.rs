@@ -244,11 +244,7 @@ impl Payload for CrashLine {
     }
 
     fn role(&self) -> Role {
-        if self.after_signal {
-            Role::Consequence
-        } else {
-            Role::Cause
-        }
+        Role::cause_unless_it_follows(self.after_signal)
     }
 
     fn merges_with(&self, other: &Self) -> bool {

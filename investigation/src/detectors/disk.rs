@@ -102,11 +102,7 @@ impl Payload for DiskFull {
     }
 
     fn role(&self) -> Role {
-        if self.restates_alert {
-            Role::Consequence
-        } else {
-            Role::Cause
-        }
+        Role::cause_unless_it_follows(self.restates_alert)
     }
 
     fn step(&self, scene: &Scene) -> String {

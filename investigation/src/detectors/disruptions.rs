@@ -130,11 +130,7 @@ impl Payload for Disrupted {
     }
 
     fn role(&self) -> Role {
-        if self.how == Disruption::NodePressure {
-            Role::Consequence
-        } else {
-            Role::Cause
-        }
+        Role::cause_unless_it_follows(self.how == Disruption::NodePressure)
     }
 
     fn merges_with(&self, other: &Self) -> bool {

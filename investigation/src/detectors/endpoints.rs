@@ -98,11 +98,7 @@ impl Payload for NoEndpoints {
     }
 
     fn role(&self) -> Role {
-        if self.passes_on() {
-            Role::Consequence
-        } else {
-            Role::Cause
-        }
+        Role::cause_unless_it_follows(self.passes_on())
     }
 
     fn step(&self, scene: &Scene) -> String {

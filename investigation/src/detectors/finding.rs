@@ -30,6 +30,18 @@ pub enum Role {
     Context,
 }
 
+impl Role {
+    /// A cause, or a consequence when the finding only `follows` from something else (exit 143
+    /// after a drain, a pod Pending on a lost node, a Service emptied by failing pods).
+    pub fn cause_unless_it_follows(follows: bool) -> Role {
+        if follows {
+            Role::Consequence
+        } else {
+            Role::Cause
+        }
+    }
+}
+
 /// How sure the detector is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

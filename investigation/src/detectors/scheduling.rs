@@ -162,11 +162,7 @@ impl Payload for Unschedulable {
     }
 
     fn role(&self) -> Role {
-        if self.only_follows() {
-            Role::Consequence
-        } else {
-            Role::Cause
-        }
+        Role::cause_unless_it_follows(self.only_follows())
     }
 
     fn step(&self, scene: &Scene) -> String {

@@ -12,6 +12,15 @@ use crate::detectors::testing::{
 use crate::detectors::{Confidence, Fact, Kind, is_service_level};
 use crate::evidence::Capability;
 
+/// A container that exited 1 with `log` as its previous log, and what the round finds.
+fn crashed_with(log: &str) -> Vec<Finding> {
+    let evidence = [
+        describe(1, &DESCRIBE_EXIT_78.replace("78", "1")),
+        previous_log(2, log),
+    ];
+    detect(&evidence, &ctx())
+}
+
 #[test]
 fn dependency_connection_and_dns_errors_in_logs() {
     let log = "\
@@ -20,11 +29,7 @@ fn dependency_connection_and_dns_errors_in_logs() {
 2025-03-04T14:02:02Z ERROR could not connect to server: Connection refused Is the server running on host \"orders-db.prod.svc\" (10.20.0.7) and accepting TCP/IP connections on port 5432?
 2025-03-04T14:02:03Z FATAL giving up after 3 attempts
 ";
-    let evidence = [
-        describe(1, &DESCRIBE_EXIT_78.replace("78", "1")),
-        previous_log(2, log),
-    ];
-    let findings = detect(&evidence, &ctx());
+    let findings = crashed_with(log);
     let dep = find(&findings, Kind::Dependency);
     assert!(dep.verified);
     assert!(
@@ -327,11 +332,7 @@ fn a_refusal_that_names_no_endpoint_is_not_given_a_made_up_name() {
 2025-03-04T14:02:01Z ERROR upstream: connection refused
 2025-03-04T14:02:02Z FATAL giving up after 3 attempts
 ";
-    let evidence = [
-        describe(1, &DESCRIBE_EXIT_78.replace("78", "1")),
-        previous_log(2, log),
-    ];
-    let findings = detect(&evidence, &ctx());
+    let findings = crashed_with(log);
     let dep = find(&findings, Kind::Dependency);
     let Fact::Dependency(d) = &dep.fact else {
         unreachable!("a dependency finding holds a Dependency");
