@@ -23,18 +23,16 @@ const EXPECT_FAIL: &[&str] = &[
     // Needs the database's replication-slot metrics and a time-to-full estimate.
     "pvc-filling-up-replication-slot",
     // The cases below are one link further than the plan reads (issue 22); each asks.
-    // The other end of a dependency (its own state: a lock, failover, a watermark, maxmemory,
-    // an upstream's latency) is never read.
+    // The other end of a dependency is read only when a client's error names it (a refused
+    // connection, a refusal in the server's own words); these clients log a slow query, cache
+    // misses, a refusal at warning level or a slow external call.
     "hpa-maxed-consequence-of-db-lock",
-    "stale-failedscheduling-clickhouse-too-many-parts",
     "stale-oom-restart-days-ago-redis-maxmemory",
     "unrelated-deploy-elasticsearch-flood-stage",
-    "unrelated-deploy-redis-failover-readonly",
     "latency-upstream-fx-provider-startup-noise",
-    // The node the failing pods share is never read (lost, NotReady, under memory pressure,
-    // its clock skewed).
-    "pending-not-ready-taint-node-pleg-unhealthy",
-    "pending-unreachable-taint-after-gpu-node-lost",
+    // The node is read only when pods pending, evicted or not ready point at it, or several
+    // failing pods share it; here one replacement pod's blip or an old revision's failure does
+    // not, and no detector reads a node's memory-pressure history or clock skew.
     "readiness-blip-on-replacement-after-memory-eviction",
     "old-failed-revision-herring-node-clock-skew",
     // Where extra load comes from (a Job inside the cluster) is not looked for.
@@ -43,12 +41,53 @@ const EXPECT_FAIL: &[&str] = &[
     "daemonset-loki-429-sandbox-dns-noise",
     // The headline is right (a leak); the revision the climb began with is not named.
     "oomkilled-end-of-steady-leak-not-limit",
-    // A recovered alert (its metric back at baseline) is not recognised as such.
+    // Recovered, but not recognisable: the alert carries no expression to re-run (a
+    // description only, a `Trigger:` line), or a DaemonSet has no condition dating its recovery.
     "recovered-daemonset-new-node-sandbox-warning",
     "recovered-latency-blip-hikari-warning",
     "recovered-replication-lag-max-wal-size-hint",
     // The alert (a Cronitor webhook) names no Kubernetes object to start from.
     "cronjob-exit-143-active-deadline",
+    // Scenarios written for issue 22 from the evidence alone, not yet answered: each asks or
+    // answers in part (the other end of a dependency, a node or revision the failing pods
+    // share, a spec field, a subject outside the cluster, a quieter error line).
+    "checkout-web-p90-slow-taxwise-api-traces-only",
+    "clickhouse-readonly-replicas-zookeeper-volume-full",
+    "cronjob-crm-sync-hubspot-429-invalid-email-noise",
+    "cronjob-invoice-dunning-suspended-healthchecks-yesterday-retry",
+    "cronjob-ledger-backup-minio-storage-full",
+    "daemonset-amd64-image-on-new-arm64-nodes",
+    "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
+    "daemonset-node-exporter-listen-port-changed-probes-fail",
+    "daemonset-node-exporter-no-toleration-gpu-nodegroup",
+    "deployment-docs-portal-git-sync-init-publickey-search-rollout",
+    "deployment-pdf-renderer-ephemeral-storage-limit-evictions-chromium-noise",
+    "dynamodb-carts-write-throttling-ttl-backfill-job",
+    "efs-mount-timeout-only-in-one-zone",
+    "envoy-pending-overflow-quote-api-fx-stacktrace-noise",
+    "fx-settlement-refused-rates-engine-listens-9090",
+    "hpa-checkout-web-min-equals-max-evening-peak-maxlisteners-noise",
+    "memory-trend-began-with-5-2-0-not-latest-revision",
+    "nginx-worker-connections-exhausted-scanner-404-noise",
+    "node-conntrack-table-full-shared-node-timeouts",
+    "otel-agent-x509-gateway-cert-from-rekeyed-ca",
+    "partner-portal-login-502-keycloak-stale-changelog-lock",
+    "probe-path-changed-actuator-404-rollout-stuck",
+    "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
+    "rds-claims-prod-cpu-credits-exhausted",
+    "recovered-invoice-mailer-backlog-unrelated-rollout",
+    "recovered-nats-spot-reclaim-multiattach-warning",
+    "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
+    "recovered-vector-agent-cpu-throttle-log-burst-loki-400-noise",
+    "rightsizing-cpu-limit-cut-throttling-canary",
+    "sidecar-cloud-sql-proxy-403-invoice-api-neighbour-crashloop",
+    "sloth-vault-slo-burn-sealed-after-node-upgrade",
+    "sms-notifier-twilio-429-invalid-number-noise",
+    "sqs-order-events-backlog-consumer-kms-access-denied",
+    "statefulset-cassandra-offheap-over-memory-limit-tombstone-warnings",
+    "statefulset-es-new-ami-nodes-max-map-count",
+    "statefulset-zookeeper-runasuser-change-permission-denied",
+    "wallet-api-redis-misconf-bgsave-volume-full",
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

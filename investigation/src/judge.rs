@@ -106,8 +106,15 @@ pub fn judge_report(
         }
     }
 
-    let grounded = unsupported.is_empty() && !verified.is_empty();
-    let reason = if grounded {
+    let recovered = report
+        .recovered
+        .as_ref()
+        .is_some_and(|r| detector_verified(r, findings));
+    let grounded = unsupported.is_empty() && (!verified.is_empty() || recovered);
+    let reason = if grounded && verified.is_empty() {
+        "the alert's own metric, re-run, is back: a verified recovery, nothing to act on"
+            .to_string()
+    } else if grounded {
         let detectors: Vec<String> = verified
             .iter()
             .filter_map(|c| c.detector.map(|d| d.to_string()))

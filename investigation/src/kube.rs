@@ -297,6 +297,8 @@ pub struct PodInfo {
     pub owner: Option<(String, String)>,
     pub restarts: u32,
     pub node: Option<String>,
+    /// Its IP (`status.podIP`), when known: a client's log may name the pod by it.
+    pub ip: Option<String>,
     /// Creation time (RFC 3339) when known; newer sorts later.
     pub created: Option<String>,
     /// Age in seconds (a table's AGE) when known.
@@ -418,6 +420,7 @@ fn pod_from_object(pod: &Value) -> Option<PodInfo> {
         owner,
         restarts,
         node: str_at(pod, "/spec/nodeName").map(str::to_string),
+        ip: str_at(pod, "/status/podIP").map(str::to_string),
         created: str_at(pod, "/metadata/creationTimestamp").map(str::to_string),
         age_secs: None,
         labels: string_map(pod.pointer("/metadata/labels")),
@@ -489,6 +492,7 @@ fn pods_in_table(text: &str) -> Vec<PodInfo> {
                 ready,
                 restarts,
                 node: cell(row, "NODE").filter(|n| n != "<none>"),
+                ip: cell(row, "IP").filter(|n| n != "<none>"),
                 age_secs: cell(row, "AGE").and_then(|a| age_secs(&a)),
                 labels,
                 ..PodInfo::default()
@@ -553,6 +557,7 @@ fn describe_pod(text: &str, name: &str) -> Option<PodInfo> {
             Some((kind.trim().to_string(), name.trim().to_string()))
         }),
         node,
+        ip: describe_field(text, "IP"),
         restarts,
         claims,
         containers: vec![ContainerInfo {

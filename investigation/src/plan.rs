@@ -16,6 +16,10 @@ pub struct PlanStep {
     pub request: CapabilityRequest,
     /// Why, in words a reviewer understands ("the deployment's pods, by its selector").
     pub why: String,
+    /// The lead this step follows and what proposed it, when it is not one of the alert's own
+    /// objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
     pub outcome: StepOutcome,
 }
 
@@ -137,11 +141,15 @@ pub fn render_plan(plan: &[PlanStep]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>2}. {}\n    why: {}\n    {outcome}",
+            "{:>2}. {}\n    why: {}",
             i + 1,
             describe_request(&step.request),
             step.why
         );
+        if let Some(lead) = &step.lead {
+            let _ = writeln!(out, "    lead: {lead}");
+        }
+        let _ = writeln!(out, "    {outcome}");
     }
     out
 }

@@ -85,6 +85,13 @@ pub fn render_markdown(state: &IncidentState) -> String {
     let _ = writeln!(out, "{}", escape(&report.headline));
     if state.grounded() {
         let mut shown = Vec::new();
+        if let Some(recovered) = &report.recovered {
+            let _ = writeln!(out, "\n*Recovered*: {}", escape(&recovered.detail));
+            for claim in recovered.claims.iter().take(MAX_QUOTES_PER_CAUSE) {
+                let _ = writeln!(out, "{}", quote_line(claim));
+                shown.push(claim);
+            }
+        }
         for cause in &report.causes {
             out.push('\n');
             write_cause(&mut out, cause, &mut shown);
@@ -143,6 +150,9 @@ pub fn render_markdown(state: &IncidentState) -> String {
 /// The summary's first line: the headline cause and its confidence, or that none is confirmed
 /// yet and the strongest lead (a suspicion, else what the round saw).
 fn lead(state: &IncidentState, report: &Report) -> String {
+    if let Some(recovered) = report.recovered.as_ref().filter(|_| state.grounded()) {
+        return format!("Recovered, nothing to act on now: {}", recovered.statement);
+    }
     match report.causes.first() {
         Some(cause) if state.grounded() => format!(
             "Likely cause ({} confidence): {}",

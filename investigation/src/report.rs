@@ -37,6 +37,10 @@ pub struct Report {
     /// Set for a heartbeat alert (it fires on purpose): what it means. Nothing was investigated.
     #[serde(default)]
     pub heartbeat: Option<String>,
+    /// With no confirmed cause: the alert's own metric, re-run, is back (a verified recovery).
+    /// The reply says so with the evidence and proposes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<Cause>,
 }
 
 impl Report {
@@ -45,6 +49,7 @@ impl Report {
         self.causes
             .iter()
             .flat_map(Cause::with_evidence)
+            .chain(&self.recovered)
             .chain(&self.observations)
             .flat_map(|c| c.claims.iter())
     }

@@ -25,7 +25,7 @@
 use firstline_alert::title::first_line;
 use tracing::Instrument;
 
-use crate::detectors::{Finding, Kind, Role, alert_symptom};
+use crate::detectors::{Finding, Kind, Role, Standing, alert_symptom};
 use crate::evidence::Evidence;
 use crate::explain::{Chain, Explanation, explain};
 use firstline_alert::AlertStatus;
@@ -83,19 +83,42 @@ pub fn build_report(state: &IncidentState) -> Report {
             observations.push(observation_of(finding, evidence));
         }
     }
-    let lead = causes
-        .is_empty()
+    // With no confirmed cause, the alert's own metric back is the answer: what it saw has
+    // ended. Suspicions become context, and nothing is proposed.
+    let recovered = state
+        .findings
+        .iter()
+        .filter(|_| !confirmed)
+        .find(|f| f.verified && f.standing == Standing::Current && f.kind() == Kind::Recovered)
+        .map(|f| cause_of(f, evidence));
+    if let Some(recovered) = &recovered {
+        observations.extend(causes.drain(..).map(|mut c| {
+            c.confirmed = false;
+            c
+        }));
+        observations.retain(|o| o.statement != recovered.statement);
+    }
+    let lead = (causes.is_empty() && recovered.is_none())
         .then(|| story.lead.map(Finding::title))
         .flatten();
+    let next_steps = match state
+        .findings
+        .iter()
+        .find(|f| recovered.is_some() && f.kind() == Kind::Recovered && f.verified)
+    {
+        Some(finding) => vec![finding.fact.step(&crate::next_steps::scene(state, false))],
+        None => next_steps(state, &story),
+    };
     Report {
         headline: headline(&state.alert),
-        next_steps: next_steps(state, &story),
+        next_steps,
         causes,
         observations,
         lead,
         missing: state.missing.clone(),
         similar: state.prior_incidents.clone(),
         heartbeat: None,
+        recovered,
     }
 }
 

@@ -1,10 +1,11 @@
 //! firstline-lab: incidents on demand.
 //!
 //! A **scenario** (`lab/scenarios/<name>/scenario.yaml`, see `lab/README.md`) describes one
-//! incident: the Slack alert, the world the tools see (pods, workloads, services, nodes, storage,
-//! autoscalers, quotas, events, logs, metrics, log streams, traces) at times relative to the
-//! alert, optional verbatim tool results for fault injection, optional past incidents and thread
-//! replies, and the expected outcome.
+//! incident: the Slack alert, the world the tools see (pods, workloads, services, ingresses,
+//! network policies, disruption budgets, nodes and their journals, storage and volume
+//! attachments, autoscalers, quotas, events, logs, metrics, log streams, traces) at times
+//! relative to the alert, optional verbatim tool results for fault injection, optional past
+//! incidents and thread replies, and the expected outcome.
 //!
 //! The **lab MCP server** serves a scenario over real MCP (streamable HTTP or stdio) with the
 //! tool names and argument shapes of the real servers Firstline's profiles target, so the same

@@ -44,6 +44,8 @@ static STRONG_CRASH_LINE: LazyLock<Regex> =
     regex!(r"^\s*(panic:|fatal error:|Exception in thread|FATAL\b)");
 static EXCEPTION_LINE: LazyLock<Regex> =
     regex!(r"^\s*(?:[A-Za-z_][\w$]*\.)*[A-Z]\w*(?:Error|Exception)(?: \(|: )\S");
+/// The line that ends a Python traceback: the exception raised, unindented.
+static PYTHON_RAISED: LazyLock<Regex> = regex!(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S");
 /// A line that announces an error without saying what it is: the next line says.
 static BANNER: LazyLock<Regex> = regex!(
     r"(?i)(?::\s*$|\(\d+ errors?\)\s*$|\b(?:configuration|config|settings?|arguments?|options?) (?:is )?(?:invalid|error|errors)\s*[.!]?\s*$|\bfailed to (?:start|load|parse|initiali[sz]e)\b[^:]*$|\berrors? (?:occurred|found)\b[^:]*$)"
@@ -54,7 +56,7 @@ static TEARDOWN: LazyLock<Regex> = regex!(
 );
 /// A message that only says the process exits (`exiting {"code": 1}`, `aborting`).
 static ONLY_EXITS: LazyLock<Regex> = regex!(
-    r#"(?i)^(?:exit(?:ing|ed)?|shutting down|aborting|stopped|terminat(?:ing|ed)|bye)\b[^A-Za-z]*(?:code|status)?[^A-Za-z]*$"#
+    r#"(?i)^(?:(?:exit(?:ing|ed)?|shutting down|aborting|stopped|terminat(?:ing|ed)|bye)\b[^A-Za-z]*(?:code|status)?[^A-Za-z]*$|(?:(?:error|fatal):?\s*)?[\w.-]+ (?:exited|terminated|stopped)(?: unexpectedly)?,? with (?:exit )?(?:code|status) \d+\.?\s*$|(?:(?:error|fatal):?\s*)?[\w.-]+ did not exit normally\b)"#
 );
 
 /// The termination reason the kubelet records when a container disappeared without a status
@@ -826,9 +828,17 @@ pub(super) fn crash_line_index(lines: &[(usize, &str)]) -> Option<usize> {
         .unwrap_or(lines.len());
     // A raised exception names what failed more precisely than the summary logged after it
     // (`botocore…ClientError: … AccessDenied …` before `CRITICAL export failed; aborting`).
-    lines[..teardown]
+    let exception = lines[..teardown]
         .iter()
-        .rposition(|(_, l)| EXCEPTION_LINE.is_match(l))
+        .rposition(|(_, l)| EXCEPTION_LINE.is_match(l));
+    // A Python traceback ends with the exception whatever its class is called
+    // (`psycopg.errors.UniqueViolation: duplicate key …`).
+    let traceback_end = lines[..teardown]
+        .iter()
+        .rposition(|(_, l)| l.contains("Traceback (most recent call last)"))
+        .and_then(|start| (start + 1..teardown).find(|&i| PYTHON_RAISED.is_match(lines[i].1)));
+    exception
+        .max(traceback_end)
         .or_else(|| {
             lines.iter().position(|(_, l)| {
                 (STRONG_CRASH_LINE.is_match(l) || log_level(l) == Some(LogLevel::Fatal))

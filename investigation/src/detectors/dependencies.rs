@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
+use super::lead::{Lead, split_endpoint};
 use super::logscan::{LogScan, repeats};
 use super::text::{quote_deciding, quote_line};
 use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
@@ -153,6 +154,21 @@ impl Payload for Dependency {
 
     fn explains(&self, effect: &Finding) -> bool {
         pod_failure_explains(self.pod.as_deref(), effect)
+    }
+
+    /// The other end of a connection that fails: the Service or pod the endpoint names.
+    fn leads(&self) -> Vec<Lead> {
+        match (&self.failure, &self.endpoint) {
+            (DependencyFailure::Connect, Some(endpoint)) => {
+                let (host, port) = split_endpoint(endpoint);
+                vec![Lead::Host {
+                    host,
+                    port,
+                    namespace: None,
+                }]
+            }
+            _ => Vec::new(),
+        }
     }
 }
 

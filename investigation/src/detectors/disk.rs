@@ -130,10 +130,15 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     for (evidence, ctx) in round.structural() {
         let lines: Vec<&str> = evidence.excerpt.lines().collect();
+        // A pod carries no taints: a `key:` naming the disk-pressure taint in a pod is one of
+        // its tolerations (every DaemonSet pod gets it by default).
+        let is_node = lines.iter().any(|l| l.trim() == "kind: Node");
         let Some(index) = lines.iter().position(|l| {
             let lower = l.to_ascii_lowercase();
+            let taint_key = lower.trim_start_matches(['-', ' ']).starts_with("key:");
             DISK_PRESSURE.is_match(l)
                 && !looks_like_injection(l)
+                && (is_node || !taint_key)
                 // Tolerations of the disk-pressure taint are normal for DaemonSets.
                 && !lower.contains("toleration")
                 && !lower.contains("op=exists")

@@ -14,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::lead::Lead;
 use super::text::{
     cite_values, event_blocks, event_field, event_time, looks_like_injection, quote_line,
 };
@@ -181,6 +182,13 @@ impl Payload for Disrupted {
             Fact::WarningEvent(w) => w.object.as_deref() == Some(self.pod.as_str()),
             _ => false,
         }
+    }
+    /// The node a pod was evicted from or lost with: its conditions and events say why.
+    fn leads(&self) -> Vec<Lead> {
+        self.node
+            .iter()
+            .map(|name| Lead::Node { name: name.clone() })
+            .collect()
     }
 }
 

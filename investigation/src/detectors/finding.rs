@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::evidence::{Evidence, EvidenceId};
 
-use super::{Fact, Finding};
+use super::{Fact, Finding, Lead};
 
 /// What part a finding plays in the story of an incident.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -420,6 +420,12 @@ pub trait Payload: Sized + Clone + fmt::Debug + PartialEq + Into<Fact> {
     fn explains(&self, effect: &Finding) -> bool {
         let _ = effect;
         false
+    }
+
+    /// What to read next because of this finding: the host a client cannot use, the node a
+    /// pod was evicted from. Default: nothing.
+    fn leads(&self) -> Vec<Lead> {
+        Vec::new()
     }
 }
 

@@ -23,6 +23,7 @@
 //! cause is DNS" never becomes a cause.
 
 mod finding;
+pub mod lead;
 mod logscan;
 pub mod series;
 mod standing;
@@ -46,6 +47,7 @@ pub mod nodes;
 pub mod probes;
 pub mod quota;
 pub mod recovery;
+pub mod refusals;
 pub mod restarts;
 pub mod scheduling;
 pub mod spikes;
@@ -68,6 +70,7 @@ pub use finding::{
     Citation, Confidence, KindSpec, ObjectKind, POD_FAILURES, Payload, Role, Routine, Scene,
     Standing, Subject, Symptom, pod_of_job, same_pod, same_resource, same_subject,
 };
+pub use lead::Lead;
 pub use series::{
     MetricSeries, StepChange, StepChangeParams, find_step_change, parse_prometheus_matrix,
 };
@@ -160,6 +163,13 @@ macro_rules! registry {
                 }
             }
 
+            /// What to read next because of this finding.
+            pub fn leads(&self) -> Vec<Lead> {
+                match self {
+                    $($(Fact::$kind(p) => p.leads(),)+)+
+                }
+            }
+
             fn merges_with(&self, other: &Fact) -> bool {
                 match (self, other) {
                     $($((Fact::$kind(a), Fact::$kind(b)) => a.merges_with(b),)+)+
@@ -197,6 +207,7 @@ registry! {
     certificates: [Certificate],
     dependencies: [Dependency],
     connections: [ConnectionsExhausted],
+    refusals: [Refusal],
     disk: [DiskFull],
     disruptions: [Disrupted],
     probes: [ProbeFailure],
@@ -430,6 +441,46 @@ pub struct DetectionContext {
     pub symptom: Symptom,
     /// The node the alert names, when it names one.
     pub alert_node: Option<String>,
+    /// The query the round re-ran for the alert's own expression, and the threshold it fires
+    /// at: whether what the alert measures is back on the good side of it.
+    pub alert_query: Option<AlertQuery>,
+}
+
+/// The alert's own expression as the round re-ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertQuery {
+    pub query: String,
+    /// The comparison the expression ends with (`> 0.05`), when it ends with one.
+    pub threshold: Option<Threshold>,
+}
+
+/// The side of a value the alert fires on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    Above(f64),
+    Below(f64),
+}
+
+impl Threshold {
+    /// The comparison an expression ends with (`… > 0.05`, `… < 1`), if any.
+    pub fn of_expression(expression: &str) -> Option<Self> {
+        static TAIL: std::sync::LazyLock<regex::Regex> =
+            regex!(r"(>=|<=|>|<)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*\)?\s*$");
+        let caps = TAIL.captures(expression.trim())?;
+        let value: f64 = caps[2].parse().ok()?;
+        Some(match &caps[1] {
+            ">" | ">=" => Threshold::Above(value),
+            _ => Threshold::Below(value),
+        })
+    }
+
+    /// Whether `value` is on the side the alert fires on.
+    pub fn breached_by(self, value: f64) -> bool {
+        match self {
+            Threshold::Above(t) => value > t,
+            Threshold::Below(t) => value < t,
+        }
+    }
 }
 
 impl Default for DetectionContext {
@@ -445,6 +496,7 @@ impl Default for DetectionContext {
             service_level: false,
             symptom: Symptom::Any,
             alert_node: None,
+            alert_query: None,
         }
     }
 }

@@ -13,9 +13,11 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::series::quoted_series;
 use super::text::cite_values;
 use super::{
-    Confidence, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
+    Confidence, DetectionContext, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene,
+    Subject, Symptom, Threshold, cite, parse_prometheus_matrix,
 };
 use crate::evidence::{Capability, Evidence};
 use crate::kube;
@@ -41,6 +43,28 @@ pub enum Recovery {
         name: String,
         replicas: u64,
     },
+    /// A Job the alert is about: it completed.
+    JobCompleted { name: String },
+    /// The alert's own metric: back on the good side of its threshold (or at its baseline
+    /// before the alert) for a while.
+    Metric {
+        series: String,
+        peak: f64,
+        /// Its latest value; `None` when the query keeps only breaching samples and none came
+        /// since.
+        now: Option<f64>,
+        /// The threshold the alert fires at, or the baseline before it.
+        against: Against,
+        quiet_minutes: i64,
+    },
+}
+
+/// What a recovered metric is measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "against", content = "value", rename_all = "snake_case")]
+pub enum Against {
+    Threshold(f64),
+    Baseline(f64),
 }
 
 /// Something the alert saw that has ended.
@@ -85,6 +109,31 @@ impl Payload for Recovered {
                 "{kind} `{name}` recovered: all {replicas} of {replicas} replicas updated, ready \
                  and available since {since} UTC"
             ),
+            Recovery::JobCompleted { name } => format!(
+                "Job `{name}` completed at {since} UTC: the run the alert is about has finished"
+            ),
+            Recovery::Metric {
+                series,
+                now,
+                against,
+                ..
+            } => {
+                let now = now.map_or("no breaching sample".to_string(), |v| {
+                    format!("{} now", number(v))
+                });
+                match against {
+                    Against::Threshold(t) => format!(
+                        "The alert's metric recovered: `{series}` is back below its threshold \
+                         {} since {since} UTC ({now})",
+                        number(*t)
+                    ),
+                    Against::Baseline(b) => format!(
+                        "The alert's metric recovered: `{series}` is back to its baseline of \
+                         about {} since {since} UTC ({now})",
+                        number(*b)
+                    ),
+                }
+            }
         }
     }
 
@@ -110,6 +159,19 @@ impl Payload for Recovered {
                  ready and available, and its rollout settled at {since} UTC: the replica \
                  shortfall the alert saw is no longer there."
             ),
+            Recovery::JobCompleted { name } => format!(
+                "Job `{name}` has condition Complete since {since} UTC: the run the alert saw \
+                 failing or running long has finished, and earlier failed attempts are history."
+            ),
+            Recovery::Metric {
+                peak,
+                quiet_minutes,
+                ..
+            } => format!(
+                "Re-run over the window, the alert's own expression peaked at {} and has been \
+                 back for {quiet_minutes} min: what the alert saw is no longer happening.",
+                number(*peak)
+            ),
         }
     }
 
@@ -117,6 +179,8 @@ impl Payload for Recovered {
         Some(match &self.recovery {
             Recovery::Container { pod, .. } => Subject::new(ObjectKind::Pod, pod.clone()),
             Recovery::Workload { name, .. } => Subject::new(ObjectKind::Workload, name.clone()),
+            Recovery::Metric { series, .. } => Subject::new(ObjectKind::Series, series.clone()),
+            Recovery::JobCompleted { name } => Subject::new(ObjectKind::Job, name.clone()),
         })
     }
 
@@ -128,6 +192,14 @@ impl Payload for Recovered {
                  `minReadySeconds`).",
                 scene.workload_ref
             ),
+            Recovery::JobCompleted { .. } => "Nothing to act on now: the Job completed; if it \
+                                               ran long, compare its duration with earlier runs \
+                                               before the next one."
+                .to_string(),
+            Recovery::Metric { .. } => "Nothing to act on while it stays back: confirm the alert \
+                                         resolves, and if it recurs, compare what changed at its \
+                                         start."
+                .to_string(),
             Recovery::Container { pod, container, .. } => format!(
                 "It has recovered for now: check whether the alert has resolved and what the \
                  restarts {} had in common (`{}`) before closing the thread.",
@@ -141,9 +213,19 @@ impl Payload for Recovered {
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let ctx = round.ctx;
     let mut out = Vec::new();
+    out.extend(
+        round
+            .of(Capability::MetricRange)
+            .filter_map(|evidence| metric(evidence, ctx)),
+    );
     for (evidence, object) in round.parsed_objects() {
         match evidence.capability {
             Capability::PodDescribe => out.extend(container(evidence, object, ctx.alert_start)),
+            Capability::ObjectGet | Capability::ObjectList | Capability::Other(_)
+                if kube::str_at(object, "/kind") == Some("Job") =>
+            {
+                out.extend(job(evidence, object, ctx));
+            }
             Capability::ObjectGet | Capability::ObjectList | Capability::Other(_)
                 if ctx.about_replicas
                     && matches!(
@@ -161,6 +243,205 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
 
 /// Containers that restarted before but have run ready and unrestarted for a while since
 /// around the alert.
+/// How long the alert's metric must have been back to count as recovered.
+const QUIET_FOR: Duration = Duration::minutes(10);
+
+/// The alert's own expression, re-run: recovered when every series it returns is back.
+fn metric(evidence: &Evidence, ctx: &DetectionContext) -> Option<Finding> {
+    let alert_query = ctx.alert_query.as_ref()?;
+    let query = evidence.string_arg(&["query", "expr", "promql"])?;
+    let squash = |q: &str| q.split_whitespace().collect::<String>();
+    if squash(query) != squash(&alert_query.query) {
+        return None;
+    }
+    let alert = ctx.alert_start?.timestamp() as f64;
+    let series = parse_prometheus_matrix(&evidence.excerpt).ok()?;
+    let fetched = evidence.fetched_at.timestamp() as f64;
+    let filtered = alert_query.threshold.is_some() && has_comparison(query);
+    let mut back: Vec<(&super::MetricSeries, Back)> = Vec::new();
+    for s in &series {
+        let came_back = series_back(&s.points, alert, fetched, alert_query.threshold, filtered)?;
+        back.push((s, came_back));
+    }
+    let (strongest, how) = back
+        .into_iter()
+        .max_by(|a, b| a.1.peak.abs().total_cmp(&b.1.peak.abs()))?;
+    let since = DateTime::from_timestamp(how.since as i64, 0)?;
+    let mut refs = Vec::new();
+    if let Some(q) = quoted_series(&evidence.excerpt)
+        .iter()
+        .find(|q| q.series.labels == strongest.labels)
+    {
+        refs.push(cite(evidence, q.labels_text.to_string()));
+        if let Some(pair) = q.pair_at(how.since) {
+            refs.push(cite(evidence, pair.to_string()));
+        }
+    }
+    if refs.is_empty() {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Recovered {
+                recovery: Recovery::Metric {
+                    series: strongest.display_name(),
+                    peak: how.peak,
+                    now: how.now,
+                    against: how.against,
+                    quiet_minutes: ((how.last - how.since) / 60.0) as i64,
+                },
+                since,
+            },
+            Confidence::High,
+            true,
+        )
+        .dated(Some(since))
+        .citing(refs),
+    )
+}
+
+/// Whether the query keeps only the samples past its threshold (Prometheus drops the others).
+fn has_comparison(query: &str) -> bool {
+    Threshold::of_expression(query).is_some()
+}
+
+/// How a series came back.
+struct Back {
+    peak: f64,
+    now: Option<f64>,
+    against: Against,
+    /// Unix seconds: the first sample back after the last one out.
+    since: f64,
+    /// Unix seconds of its last sample.
+    last: f64,
+}
+
+/// Whether a series of the alert's metric is back: with a threshold, past it around the alert
+/// and on the good side of it for [`QUIET_FOR`] since (a query that keeps only breaching
+/// samples, `filtered`, has had none for that long); without one, far from its baseline before
+/// the alert and back near it since.
+fn series_back(
+    points: &[(f64, f64)],
+    alert: f64,
+    fetched: f64,
+    threshold: Option<Threshold>,
+    filtered: bool,
+) -> Option<Back> {
+    let quiet = QUIET_FOR.num_seconds() as f64;
+    let around: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(t, _)| *t >= alert - 1800.0)
+        .collect();
+    let &(last, last_value) = around.last()?;
+    match threshold {
+        Some(threshold) => {
+            let out = |v: f64| threshold.breached_by(v);
+            let last_out = around.iter().rposition(|(_, v)| out(*v))?;
+            let peak = around
+                .iter()
+                .map(|(_, v)| *v)
+                .filter(|v| out(*v))
+                .max_by(|a, b| a.abs().total_cmp(&b.abs()))?;
+            let against = Against::Threshold(match threshold {
+                Threshold::Above(t) | Threshold::Below(t) => t,
+            });
+            if filtered {
+                let since = around[last_out].0;
+                return (last_out + 1 == around.len() && fetched - since >= quiet).then_some(
+                    Back {
+                        peak,
+                        now: None,
+                        against,
+                        since,
+                        last: fetched,
+                    },
+                );
+            }
+            let since = around.get(last_out + 1)?.0;
+            (last - since >= quiet).then_some(Back {
+                peak,
+                now: Some(last_value),
+                against,
+                since,
+                last,
+            })
+        }
+        None => {
+            let mut before: Vec<f64> = points
+                .iter()
+                .filter(|(t, _)| *t < alert - 1800.0)
+                .map(|(_, v)| *v)
+                .collect();
+            if before.len() < 3 {
+                return None;
+            }
+            before.sort_by(f64::total_cmp);
+            let baseline = before[before.len() / 2];
+            let peak = around
+                .iter()
+                .map(|(_, v)| *v)
+                .max_by(|a, b| (a - baseline).abs().total_cmp(&(b - baseline).abs()))?;
+            let excursion = (peak - baseline).abs();
+            // Only a clear excursion (at least double the baseline) recovers from anything.
+            if excursion <= baseline.abs().max(1e-9) {
+                return None;
+            }
+            let near = |v: f64| (v - baseline).abs() <= excursion * 0.2;
+            let last_away = around.iter().rposition(|(_, v)| !near(*v))?;
+            let since = around.get(last_away + 1)?.0;
+            (last - since >= quiet).then_some(Back {
+                peak,
+                now: Some(last_value),
+                against: Against::Baseline(baseline),
+                since,
+                last,
+            })
+        }
+    }
+}
+
+/// A value as a reply shows it: at most three decimals, no trailing zeros.
+fn number(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The Job the alert names, completed since the alert began (a retry succeeded, a long run
+/// ended): verified by its own Complete condition.
+fn job(evidence: &Evidence, object: &Value, ctx: &DetectionContext) -> Option<Finding> {
+    let name = kube::str_at(object, "/metadata/name")?;
+    if ctx.default_resource.as_deref() != Some(name) {
+        return None;
+    }
+    let complete = kube::conditions_of(object)
+        .into_iter()
+        .find(|c| c.kind == "Complete" && c.status == "True")?;
+    let since = complete.since.as_deref()?;
+    let at = DateTime::parse_from_rfc3339(since)
+        .ok()?
+        .with_timezone(&Utc);
+    if ctx
+        .alert_start
+        .is_none_or(|alert| at < alert - Duration::minutes(10))
+    {
+        return None;
+    }
+    let mut f = Finding::new(
+        Recovered {
+            recovery: Recovery::JobCompleted {
+                name: name.to_string(),
+            },
+            since: at,
+        },
+        Confidence::High,
+        true,
+    )
+    .dated(Some(at));
+    cite_values(&mut f, evidence, &["type: Complete", since]);
+    (!f.refs.is_empty()).then_some(f)
+}
+
 fn container(evidence: &Evidence, pod: &Value, alert: Option<DateTime<Utc>>) -> Vec<Finding> {
     let Some(name) = kube::str_at(pod, "/metadata/name") else {
         return Vec::new();

@@ -16,6 +16,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::finding::in_pod;
+use super::lead::Lead;
 use super::text::{event_time, matching_line, object_name, quote_from};
 use super::{
     Confidence, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom, cite,
@@ -212,6 +213,19 @@ impl Payload for Unschedulable {
                  scheduler rejected."
             )
         }
+    }
+    /// The nodes a lost node's taint keeps the pod off: which ones, and why they were lost.
+    fn leads(&self) -> Vec<Lead> {
+        self.reasons
+            .iter()
+            .filter(|r| r.is_node_lost())
+            .filter_map(|r| match r {
+                SchedulingReason::Taint { key: Some(key), .. } => Some(Lead::NodesTainted {
+                    key: key.trim().to_string(),
+                }),
+                _ => None,
+            })
+            .collect()
     }
 }
 

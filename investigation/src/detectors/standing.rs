@@ -90,6 +90,8 @@ struct PodState {
     node: Option<String>,
     /// When its (latest-started) container started running.
     started: Option<DateTime<Utc>>,
+    /// When it last became ready, when its Ready condition is True and says.
+    ready_since: Option<DateTime<Utc>>,
 }
 
 /// The pods the round's structured evidence describes.
@@ -121,6 +123,12 @@ fn pod_states(round: &Round<'_>) -> Vec<PodState> {
                         .all(|s| s.get("ready").and_then(Value::as_bool) == Some(true)),
                 node: kube::str_at(pod, "/spec/nodeName").map(str::to_string),
                 started,
+                ready_since: kube::conditions_of(pod)
+                    .into_iter()
+                    .find(|c| c.kind == "Ready" && c.status == "True")
+                    .and_then(|c| c.since)
+                    .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| t.with_timezone(&Utc)),
                 name,
             })
         })
@@ -143,7 +151,40 @@ fn superseded(
         })
     };
     let alert = round.ctx.alert_start;
+    if let Some(job) = completed_job(finding, round) {
+        return Some(format!(
+            "Job `{job}` completed since: a later attempt succeeded"
+        ));
+    }
     match &finding.fact {
+        Fact::ConfigError(c)
+            if matches!(c.problem, super::config::ConfigProblem::Mount { .. })
+                && routine_class(finding, pods).is_none() =>
+        {
+            // Containers start only once every volume is mounted: a pod running now has
+            // mounted them since the failure.
+            let pod = pod_named(c.pod.as_deref())?;
+            let started = pod.started?;
+            (pod.running && finding.at.is_none_or(|at| at <= started)).then(|| {
+                format!(
+                    "the volumes mounted since: `{}` has run since {} UTC",
+                    pod.name,
+                    started.format("%H:%M")
+                )
+            })
+        }
+        Fact::ProbeFailure(p) if p.probe == super::probes::Probe::Readiness => {
+            // Failures from before the pod became ready: it passes its probe now.
+            let pod = pod_named(p.pod.as_deref())?;
+            let ready_since = pod.ready_since?;
+            (pod.running && pod.ready && finding.at.is_none_or(|at| at <= ready_since)).then(|| {
+                format!(
+                    "`{}` has been ready since {} UTC",
+                    pod.name,
+                    ready_since.format("%H:%M")
+                )
+            })
+        }
         Fact::ConfigError(c) => match &c.problem {
             super::config::ConfigProblem::MissingObject { object_kind, name }
                 if exists(object_kind, name) =>
@@ -208,6 +249,30 @@ fn superseded(
         }
         _ => None,
     }
+}
+
+/// The Job a failure's pod belongs to, when the round shows that Job Complete: the failed
+/// attempt was retried and the retry succeeded.
+fn completed_job(finding: &Finding, round: &Round<'_>) -> Option<String> {
+    let pod = match &finding.fact {
+        Fact::Exited(e) => e.pod.as_deref(),
+        Fact::OomKilled(o) => o.pod.as_deref(),
+        Fact::CrashLine(c) => c.pod.as_deref(),
+        Fact::CrashLoop(c) => c.pod.as_deref(),
+        Fact::Dependency(d) => d.pod.as_deref(),
+        Fact::Refusal(r) => r.pod.as_deref(),
+        Fact::ErrorLine(e) => e.pod.as_deref(),
+        _ => None,
+    }?;
+    round.parsed_objects().iter().find_map(|(_, o)| {
+        let name = kube::str_at(o, "/metadata/name")?;
+        let complete = kube::str_at(o, "/kind") == Some("Job")
+            && super::pod_of_job(Some(pod), Some(name))
+            && kube::conditions_of(o)
+                .iter()
+                .any(|c| c.kind == "Complete" && c.status == "True");
+        complete.then(|| name.to_string())
+    })
 }
 
 /// `3 days`, `7 h`.

@@ -33,6 +33,12 @@ pub struct Collector<'a, E> {
     /// shared node) costs one call.
     answered: BTreeMap<String, Option<String>>,
     budget_noted: bool,
+    /// The lead being followed: recorded with every step made for it.
+    lead: Option<String>,
+    /// Links from the alert's objects of the lead being followed (0 for the alert's own).
+    depth: u8,
+    /// The depth at which each evidence item was read.
+    depths: BTreeMap<EvidenceId, u8>,
     /// Evidence gathered so far.
     pub evidence: Vec<Evidence>,
     /// Missing evidence so far.
@@ -55,6 +61,9 @@ impl<'a, E: EvidenceSource> Collector<'a, E> {
             deadline: Instant::now() + options.time_budget,
             answered: BTreeMap::new(),
             budget_noted: false,
+            lead: None,
+            depth: 0,
+            depths: BTreeMap::new(),
             evidence: Vec::new(),
             missing: Vec::new(),
             calls: 0,
@@ -155,9 +164,24 @@ impl<'a, E: EvidenceSource> Collector<'a, E> {
             excerpt,
             output.fetched_at,
         ));
+        self.depths.insert(id, self.depth);
         self.step(request, why, StepOutcome::Evidence(id));
         self.answered.insert(key, Some(text.clone()));
         Some(text)
+    }
+
+    /// Steps from now on are made for `lead` (what it is and what proposed it), `depth` links
+    /// from the alert's objects; `None` returns to the alert's own objects.
+    pub fn follow(&mut self, lead: Option<(String, u8)>) {
+        (self.lead, self.depth) = match lead {
+            Some((lead, depth)) => (Some(lead), depth),
+            None => (None, 0),
+        };
+    }
+
+    /// The depth at which `id` was read (0 when it was not read by this collector).
+    pub fn depth_of(&self, id: EvidenceId) -> u8 {
+        self.depths.get(&id).copied().unwrap_or(0)
     }
 
     /// Records a step not taken because the alert or the evidence gives it no target.
@@ -169,6 +193,7 @@ impl<'a, E: EvidenceSource> Collector<'a, E> {
         self.plan.push(PlanStep {
             request,
             why,
+            lead: self.lead.clone(),
             outcome,
         });
     }

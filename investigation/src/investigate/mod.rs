@@ -24,6 +24,7 @@
 
 mod collect;
 mod found;
+pub mod leads;
 mod pods;
 pub mod target;
 mod telemetry;
@@ -34,7 +35,9 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::catalogue;
-use crate::detectors::{DetectionContext, Finding, Kind, Standing, rank_findings, run_detectors};
+use crate::detectors::{
+    AlertQuery, DetectionContext, Finding, Kind, Standing, Threshold, rank_findings, run_detectors,
+};
 use crate::excerpt::ExcerptLimits;
 use crate::tools::EvidenceSource;
 
@@ -112,8 +115,7 @@ pub async fn investigate<E: EvidenceSource>(
         let mut collector = Collector::new(source, options, first_id);
         let found = walk::walk(&mut collector, state, options).await;
 
-        let mut ctx = DetectionContext::for_alert(target);
-        ctx.alert_start = state.alert.anchor();
+        let ctx = detection_context(state);
         let mut findings = run_detectors(&collector.evidence, &ctx);
         demote_unrelated(&mut findings, &found);
 
@@ -133,6 +135,19 @@ pub async fn investigate<E: EvidenceSource>(
     }
     .instrument(span)
     .await
+}
+
+/// What the detectors know of the alert: its target, its start, the query the round re-ran
+/// for its own expression and the threshold that expression fires at.
+pub(crate) fn detection_context(state: &IncidentState) -> DetectionContext {
+    let target = &state.alert.target;
+    let mut ctx = DetectionContext::for_alert(target);
+    ctx.alert_start = state.alert.anchor();
+    ctx.alert_query = telemetry::alert_expression(target).map(|(query, _)| AlertQuery {
+        threshold: Threshold::of_expression(&query),
+        query,
+    });
+    ctx
 }
 
 /// A finding about an object the walk did not reach from the alert is context: it stays in the

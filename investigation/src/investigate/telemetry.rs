@@ -14,6 +14,7 @@ use crate::catalogue;
 use crate::evidence::Capability;
 use crate::state::IncidentState;
 use crate::tools::{CapabilityRequest, EvidenceSource};
+use firstline_alert::AlertTarget;
 
 use super::InvestigateOptions;
 use super::collect::Collector;
@@ -63,26 +64,7 @@ pub async fn gather<E: EvidenceSource>(
         step_secs: step_secs(hours),
     };
 
-    // The alert's own expression, narrowed to the alert's labels (the rule's expression covers
-    // every series; the alert is about one).
-    let expression = target
-        .expression
-        .as_deref()
-        .map(|e| {
-            let narrowed = catalogue::promql::with_labels(e, &target.labels);
-            (
-                narrowed.unwrap_or_else(|_| e.to_string()),
-                "the alert's own expression with its labels",
-            )
-        })
-        .or_else(|| {
-            rule.map(|r| {
-                (
-                    catalogue::expression_for(r, &target.labels),
-                    "the catalogue's expression for this alert, with its labels",
-                )
-            })
-        });
+    let expression = alert_expression(target);
     match expression {
         Some((query, whose)) => {
             c.fetch(
@@ -241,6 +223,30 @@ pub async fn gather<E: EvidenceSource>(
         )
         .await;
     }
+}
+
+/// The alert's own expression, narrowed to the alert's labels (the rule's expression covers
+/// every series; the alert is about one), or the catalogue's for its name; with whose it is.
+pub fn alert_expression(target: &AlertTarget) -> Option<(String, &'static str)> {
+    let rule = target.alertname.as_deref().and_then(catalogue::lookup);
+    target
+        .expression
+        .as_deref()
+        .map(|e| {
+            let narrowed = catalogue::promql::with_labels(e, &target.labels);
+            (
+                narrowed.unwrap_or_else(|_| e.to_string()),
+                "the alert's own expression with its labels",
+            )
+        })
+        .or_else(|| {
+            rule.map(|r| {
+                (
+                    catalogue::expression_for(r, &target.labels),
+                    "the catalogue's expression for this alert, with its labels",
+                )
+            })
+        })
 }
 
 /// A step that keeps the query at about [`POINTS`] points, in whole minutes.

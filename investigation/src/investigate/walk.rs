@@ -28,9 +28,11 @@ use crate::tools::{CapabilityRequest, EvidenceSource};
 use super::InvestigateOptions;
 use super::collect::Collector;
 use super::found::Found;
+use super::leads::{self, MAX_LEADS, Proposed, WorkList, pod_leads};
 use super::pods::restart_signal;
 use super::target::{self, Start};
 use super::telemetry;
+use crate::detectors::{Standing, run_detectors};
 use crate::kube::{
     self, PodInfo, claim_of, jobs_of_cronjob, pod_of, pods_in_list, rank_pods, scale_target_of,
     selector_of,
@@ -216,7 +218,7 @@ pub async fn walk<E: EvidenceSource>(
 
     // 3. What the pods point at.
     follow_cluster_dns(c, &mut found, target, options).await;
-    follow_nodes(c, &mut found).await;
+    follow_leads(c, &mut found, state, options).await;
     follow_claims(c, &mut found).await;
     if let Some(namespace) = target.namespace.as_deref() {
         if found.pods.is_empty() {
@@ -638,40 +640,98 @@ async fn follow_cluster_dns<E: EvidenceSource>(
     }
 }
 
-/// The nodes of pods whose trouble can come from their node.
-async fn follow_nodes<E: EvidenceSource>(c: &mut Collector<'_, E>, found: &mut Found) {
-    let nodes: Vec<String> = found
-        .pods
-        .iter()
-        .filter(|p| node_may_explain(p))
-        .filter_map(|p| p.node.clone())
-        .fold(Vec::new(), |mut nodes, n| {
-            if !nodes.contains(&n) {
-                nodes.push(n);
+/// Follows the leads what was read so far proposes, strongest first, re-running the detectors
+/// after each so a lead's findings can propose the next ([`super::leads`]).
+async fn follow_leads<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    found: &mut Found,
+    state: &IncidentState,
+    options: &InvestigateOptions,
+) {
+    let target = &state.alert.target;
+    let ctx = super::detection_context(state);
+    let mut work = WorkList::default();
+    loop {
+        for proposed in pod_leads(found) {
+            work.offer(proposed);
+        }
+        for finding in run_detectors(&c.evidence, &ctx)
+            .iter()
+            .filter(|f| f.standing == Standing::Current)
+        {
+            let depth = finding
+                .refs
+                .iter()
+                .map(|r| c.depth_of(r.evidence))
+                .max()
+                .unwrap_or(0);
+            for lead in finding.fact.leads() {
+                work.offer(Proposed::of_finding(finding, lead, depth));
             }
-            nodes
-        });
-    for name in nodes.into_iter().take(MAX_FOLLOWED) {
-        found.relate(&name);
-        node(
-            c,
-            &name,
-            "a pod on this node is pending, evicted or not ready without a failing container",
-        )
-        .await;
+        }
+        if !c.has_budget() {
+            break;
+        }
+        let Some(next) = work.take_strongest() else {
+            break;
+        };
+        let label = next.lead.label();
+        c.follow(Some((
+            format!("{label}, proposed by: {}", next.by),
+            next.depth,
+        )));
+        let reached = leads::follow(c, &next.lead, target.namespace.as_deref()).await;
+        for name in &reached.names {
+            found.relate(name);
+        }
+        for name in reached.nodes.iter().take(MAX_FOLLOWED) {
+            found.relate(name);
+            node(c, name, &format!("{label}: its conditions and taints")).await;
+            node_journal(c, name, state, options).await;
+        }
+        for pod in reached.pods {
+            if found.pods.iter().any(|p| p.name == pod.name) {
+                continue;
+            }
+            let pod = inspect_pod(c, pod, target, options).await;
+            found.relate(&pod.name);
+            found.pods.push(pod);
+        }
+        c.follow(None);
+    }
+    if !work.left().is_empty() {
+        let left: Vec<String> = work.left().iter().map(|p| p.lead.label()).collect();
+        c.skip(
+            Capability::Other("leads".to_string()),
+            format!(
+                "not followed (a round follows at most {MAX_LEADS} leads, within its budgets): {}",
+                left.join(", ")
+            ),
+        );
     }
 }
 
-fn node_may_explain(pod: &PodInfo) -> bool {
-    let status = pod.status.as_str();
-    let container_failing = pod.containers.iter().any(|c| c.failing());
-    matches!(status, "Pending" | "Unknown" | "Evicted" | "Terminating" | "ContainerCreating")
-        || pod.reason.as_deref() == Some("Evicted")
-        // Not ready with no failing container: a lost node, unless the pod's own readiness
-        // probe is what fails (`ContainersNotReady`).
-        || (pod.ready == Some(false)
-            && !container_failing
-            && pod.ready_reason.as_deref() != Some("ContainersNotReady"))
+/// A node's own log lines (kubelet, container runtime, kernel) around the alert, when a log
+/// store is configured.
+async fn node_journal<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    name: &str,
+    state: &IncidentState,
+    options: &InvestigateOptions,
+) {
+    let Some(anchor) = state.alert.anchor() else {
+        return;
+    };
+    c.fetch(
+        CapabilityRequest::LogQuery {
+            query: format!("{{node=\"{name}\"}}"),
+            start: anchor - chrono::Duration::hours(2),
+            end: anchor + options.window_after,
+            limit: 50,
+        },
+        format!("node `{name}`'s own log (kubelet, runtime, kernel) around the alert"),
+    )
+    .await;
 }
 
 /// The claims of pending pods (a claim that cannot bind keeps its pod pending).

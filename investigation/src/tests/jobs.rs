@@ -83,7 +83,7 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
         warnings_only: object.is_none(),
     };
     assert_eq!(
-        requests[..7],
+        requests[..6],
         [
             CapabilityRequest::ObjectGet {
                 namespace: Some("batch".into()),
@@ -100,13 +100,25 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
             events(Some("nightly-report-bbbbb")),
             pod_request("nightly-report-aaaaa", false),
             events(Some("nightly-report-aaaaa")),
-            // The namespace's warnings carry the Job controller's BackoffLimitExceeded.
-            events(None),
         ]
     );
-    // Then only the alert's own expression: a batch job has no request traffic to trace.
+    // Then the lead the log proposes: the other end of the refused connection.
+    assert_eq!(
+        requests[6],
+        CapabilityRequest::ObjectGet {
+            namespace: Some("batch".into()),
+            kind: "Service".into(),
+            name: "reports-db".into(),
+        }
+    );
+    // The namespace's warnings carry the Job controller's BackoffLimitExceeded; after them only
+    // the alert's own expression: a batch job has no request traffic to trace.
+    let warnings = requests
+        .iter()
+        .position(|r| *r == events(None))
+        .expect("the namespace's warnings");
     assert!(
-        requests[7..]
+        requests[warnings + 1..]
             .iter()
             .all(|r| matches!(r, CapabilityRequest::MetricRange { .. })),
         "{requests:#?}"
@@ -131,7 +143,9 @@ async fn investigate_describes_the_job_and_reads_its_newest_failed_pods() {
             ("E4".to_string(), Capability::Events),
             ("E5".to_string(), Capability::PodLogsCurrent),
             ("E6".to_string(), Capability::Events),
-            ("E7".to_string(), Capability::Events),
+            // The lead's Service (this world's single object answer), then the warnings.
+            ("E7".to_string(), Capability::ObjectGet),
+            ("E8".to_string(), Capability::Events),
         ]
     );
 

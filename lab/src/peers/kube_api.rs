@@ -7,9 +7,10 @@
 //! `container`, `previous`, `tailLines`), events, namespaces, nodes, services, endpoints,
 //! persistentvolumeclaims, persistentvolumes, configmaps, resourcequotas; apps/v1 deployments,
 //! replicasets, statefulsets, daemonsets; batch/v1 jobs, cronjobs; autoscaling/v2
-//! horizontalpodautoscalers; storage.k8s.io/v1 storageclasses — get, list (namespaced or
-//! across namespaces), `labelSelector` and `fieldSelector` (`spec.nodeName=…`,
-//! `involvedObject.name=…`, `type=Warning`). The objects are the ones the lab renders
+//! horizontalpodautoscalers; networking.k8s.io/v1 ingresses, networkpolicies; policy/v1
+//! poddisruptionbudgets; storage.k8s.io/v1 storageclasses, volumeattachments — get, list
+//! (namespaced or across namespaces), `labelSelector` and `fieldSelector` (`spec.nodeName=…`,
+//! `involvedObject.name=…`, `type=Warning`, kubectl's node-event selector). The objects are the ones the lab renders
 //! ([`crate::render`]), so both paths describe the same world. Anything else answers a
 //! Kubernetes `Status` 404. No authentication: the kubeconfig carries a dummy token.
 //! Server-side tables (`Accept: …;as=Table`) are not served: run the MCP server with
@@ -434,7 +435,14 @@ expect: {verdict: post}
             .collect();
         assert_eq!(
             served,
-            ["apps/v1", "batch/v1", "autoscaling/v2", "storage.k8s.io/v1"]
+            [
+                "apps/v1",
+                "batch/v1",
+                "autoscaling/v2",
+                "networking.k8s.io/v1",
+                "policy/v1",
+                "storage.k8s.io/v1"
+            ]
         );
         let (_, batch) = get(&api, "/apis/batch/v1").await;
         assert_eq!(batch["resources"][1]["name"], "cronjobs");
@@ -470,6 +478,93 @@ expect: {verdict: post}
                 .contains("PodInitializing"),
             "{waiting}"
         );
+        api.shutdown().await;
+    }
+
+    const NEW_KINDS: &str = r#"
+alert: {text: x, at: -2m}
+statefulsets: [{name: db, namespace: shop, replicas: 3}]
+pods:
+  - {name: db-0, namespace: shop, node: n1, ip: 10.244.7.31, owner: {kind: StatefulSet, name: db}, containers: [{name: db, image: "db:1", ready: false}]}
+ingresses:
+  - {name: web, namespace: shop, ingressClassName: nginx, rules: [{host: shop.example.com, paths: [{path: /api, service: api, port: http}]}]}
+networkpolicies:
+  - {name: deny-all, namespace: shop}
+poddisruptionbudgets:
+  - {name: db, namespace: shop, selector: {app: db}, maxUnavailable: 1}
+volumeattachments:
+  - {name: csi-abc, attacher: ebs.csi.aws.com, node: n2, persistentVolume: pv-1, attached: false, attachError: {message: "rpc error: code = Internal", at: -5m}}
+events:
+  - {type: Warning, reason: NodeNotReady, message: "Node n1 status is now: NodeNotReady", involvedObject: {kind: Node, name: n1}, at: -3m}
+  - {reason: Pulled, message: m, involvedObject: {kind: Pod, name: db-0, namespace: shop}, at: -1m}
+expect: {verdict: post}
+"#;
+
+    #[tokio::test]
+    async fn serves_the_networking_policy_and_attachment_kinds_and_node_events() {
+        let scenario =
+            Scenario::parse("t", Path::new("t"), NEW_KINDS, chrono::Utc::now()).expect("loads");
+        let api = serve_kube_api(scenario, SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .expect("listens");
+        let (_, networking) = get(&api, "/apis/networking.k8s.io/v1").await;
+        let plural: Vec<&str> = networking["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert_eq!(plural, ["ingresses", "networkpolicies"]);
+        let (_, policy) = get(&api, "/apis/policy/v1").await;
+        assert_eq!(policy["resources"][0]["name"], "poddisruptionbudgets");
+
+        let (code, ingress) = get(
+            &api,
+            "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web",
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(
+            ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"],
+            json!({"name": "api", "port": {"name": "http"}})
+        );
+        let (_, policies) = get(&api, "/apis/networking.k8s.io/v1/networkpolicies").await;
+        assert_eq!(names(&policies), ["deny-all"]);
+        assert_eq!(policies["kind"], "NetworkPolicyList");
+        let (_, budget) = get(
+            &api,
+            "/apis/policy/v1/namespaces/shop/poddisruptionbudgets/db",
+        )
+        .await;
+        assert_eq!(budget["status"]["disruptionsAllowed"], 0, "{budget}");
+        let (_, attachments) = get(&api, "/apis/storage.k8s.io/v1/volumeattachments").await;
+        assert_eq!(names(&attachments), ["csi-abc"]);
+        let (code, attachment) =
+            get(&api, "/apis/storage.k8s.io/v1/volumeattachments/csi-abc").await;
+        assert_eq!(code, 200);
+        assert_eq!(attachment["status"]["attached"], false);
+        let (code, _) = get(&api, "/apis/policy/v1/poddisruptionbudgets/db").await;
+        assert_eq!(code, 404, "a namespaced object is got in its namespace");
+
+        let (_, pod) = get(&api, "/api/v1/namespaces/shop/pods/db-0").await;
+        assert_eq!(pod["status"]["podIP"], "10.244.7.31");
+        assert_eq!(pod["status"]["podIPs"], json!([{"ip": "10.244.7.31"}]));
+
+        // What `kubectl describe node n1` asks for.
+        let (_, described) = get(
+            &api,
+            "/api/v1/events?fieldSelector=involvedObject.kind%3DNode%2CinvolvedObject.name%3Dn1%2CinvolvedObject.namespace%3D%2CinvolvedObject.uid%3Dn1",
+        )
+        .await;
+        assert_eq!(names(&described).len(), 1, "{described}");
+        assert_eq!(described["items"][0]["metadata"]["namespace"], "default");
+        assert_eq!(described["items"][0]["source"]["host"], "n1");
+        let (_, in_default) = get(
+            &api,
+            "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dn1",
+        )
+        .await;
+        assert_eq!(in_default["items"][0]["reason"], "NodeNotReady");
         api.shutdown().await;
     }
 }

@@ -2,9 +2,10 @@
 //! scenario's log streams and traces as JSON. The shapes are approximated; no Grafana server
 //! could be run to record them.
 //!
-//! Logs: a stream answers a query equal to its `query` (lines as written) or whose stream
-//! selector matches its `labels` (lines through the query's line filters); lines of every
-//! answering stream merge in time order, then the window, direction and limit apply.
+//! Logs: a stream (`log_streams[]`, or a node's journal: `streams`) answers a query equal to
+//! its `query` (lines as written) or whose stream selector matches its `labels` (lines through
+//! the query's line filters); lines of every answering stream merge in time order, then the
+//! window, direction and limit apply.
 //! Traces: the TraceQL conditions (`traceql`), the window, newest first, the limit.
 
 use chrono::{DateTime, Utc};
@@ -14,6 +15,7 @@ use super::Rendered;
 use super::args::{required, squash, str_arg, time_arg};
 use super::logql::LogQuery;
 use super::objects::k8s_hash;
+use super::streams::streams;
 use super::traceql::TraceQuery;
 use crate::scenario::{Scenario, TraceSpec, TraceStatus};
 
@@ -35,25 +37,25 @@ pub fn query_loki_logs(scenario: &Scenario, args: &Map<String, Value>) -> Render
     let wanted = squash(logql);
     let parsed = LogQuery::parse(logql);
     let mut entries: Vec<(DateTime<Utc>, Value)> = Vec::new();
-    for stream in &scenario.spec.log_streams {
-        let exact = stream.query.as_deref().is_some_and(|q| squash(q) == wanted);
+    for stream in streams(&scenario.spec) {
+        let exact = stream.query.is_some_and(|q| squash(q) == wanted);
         let selected =
             !stream.labels.is_empty() && parsed.as_ref().is_some_and(|q| q.selects(&stream.labels));
         if !exact && !selected {
             continue;
         }
-        for line in &stream.lines {
-            let at = scenario.time(line.at);
+        for (at, line) in &stream.lines {
+            let at = scenario.time(*at);
             if start.is_some_and(|s| at < s) || end.is_some_and(|e| at > e) {
                 continue;
             }
             // A query written for the stream gets its lines as written.
-            if !exact && parsed.as_ref().is_some_and(|q| !q.keeps(&line.line)) {
+            if !exact && parsed.as_ref().is_some_and(|q| !q.keeps(line)) {
                 continue;
             }
             entries.push((
                 at,
-                json!({"timestamp": nanos(at), "line": line.line, "labels": stream.labels}),
+                json!({"timestamp": nanos(at), "line": line, "labels": stream.labels}),
             ));
         }
     }

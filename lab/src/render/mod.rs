@@ -14,10 +14,11 @@
 //! Every function returns `Ok(text)` or `Err(message)`; the server turns an `Err` into a tool
 //! error (`isError: true`), as the real servers do for a missing pod or a bad argument.
 //!
-//! One module per job: `world` indexes the scenario (owners, hashes, addresses), `objects`
-//! builds the Kubernetes objects (shared with the fake Kubernetes API in `peers`), `selector`
-//! filters them; `promql`, `logql`, `traceql` (with `matchers`) read just enough of each query
-//! language; `args` reads tool arguments.
+//! One module per job: `world` indexes the scenario (owners, hashes, addresses; `pod_ips`
+//! derives pod IPs), `objects` builds the Kubernetes objects (shared with the fake Kubernetes
+//! API in `peers`), `selector` filters them; `streams` gathers the log streams Loki would hold
+//! (node journals included); `promql`, `logql`, `traceql` (with `matchers`) read just enough of
+//! each query language; `args` reads tool arguments.
 
 mod args;
 mod grafana;
@@ -25,9 +26,11 @@ mod kubernetes;
 mod logql;
 mod matchers;
 pub mod objects;
+pub mod pod_ips;
 mod prometheus;
 pub mod promql;
 pub(crate) mod selector;
+mod streams;
 #[cfg(test)]
 mod tests;
 mod traceql;

@@ -1,13 +1,15 @@
 //! The scenario's world indexed once per answer: who owns each pod, each deployment revision's
-//! ReplicaSet hash, pod IPs (unique), the nodes and namespaces that exist. Every object builder
-//! reads the world through this, so the Pod, its ReplicaSet, the Service's Endpoints and the
-//! fake Kubernetes API agree on names, hashes, labels and addresses.
+//! ReplicaSet hash, pod IPs (stated or derived from the name, unique: `pod_ips`), the nodes
+//! and namespaces that exist. Every object builder reads the world through this, so the Pod,
+//! its ReplicaSet, the Service's Endpoints and the fake Kubernetes API agree on names, hashes,
+//! labels and addresses.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Duration, Utc};
 
 use super::objects::k8s_hash;
+use super::pod_ips;
 use crate::reltime::RelTime;
 use crate::scenario::{DeploymentSpec, PodSpec, Scenario, ScenarioSpec};
 
@@ -33,13 +35,15 @@ pub struct World<'a> {
 
 impl<'a> World<'a> {
     pub fn new(scenario: &'a Scenario) -> Self {
-        let mut world = Self {
+        let pod_ips = pod_ips::assign(&scenario.spec.pods)
+            .into_iter()
+            .map(|(i, ip)| (i, ip.to_string()))
+            .collect();
+        Self {
             scenario,
             spec: &scenario.spec,
-            pod_ips: BTreeMap::new(),
-        };
-        world.pod_ips = world.assign_pod_ips();
-        world
+            pod_ips,
+        }
     }
 
     /// A time of the world, relative to the alert.
@@ -55,26 +59,6 @@ impl<'a> World<'a> {
     /// When a pod was created (default an hour before the alert).
     pub fn pod_created(&self, pod: &PodSpec) -> DateTime<Utc> {
         self.time_or(pod.created, Duration::hours(-1))
-    }
-
-    /// IPs as the lab always made them (`10.244.<created % 200>.<name length + 10>`), but
-    /// unique: a pod whose IP is taken moves to the next free last octet.
-    fn assign_pod_ips(&self) -> BTreeMap<usize, String> {
-        let mut taken = BTreeSet::new();
-        let mut ips = BTreeMap::new();
-        for (i, pod) in self.spec.pods.iter().enumerate() {
-            if pod.node.is_none() {
-                continue;
-            }
-            let third = self.pod_created(pod).timestamp().rem_euclid(200);
-            let mut last = pod.name.len() + 10;
-            while taken.contains(&(third, last)) {
-                last = if last >= 250 { 10 } else { last + 1 };
-            }
-            taken.insert((third, last));
-            ips.insert(i, format!("10.244.{third}.{last}"));
-        }
-        ips
     }
 
     /// The pod's IP, if it is scheduled.
@@ -183,10 +167,11 @@ impl<'a> World<'a> {
             .collect()
     }
 
-    /// Listed nodes, then nodes only pods name, each once.
+    /// Listed nodes, then nodes only pods or VolumeAttachments name, each once.
     pub fn node_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.spec.nodes.iter().map(|n| n.name.clone()).collect();
-        for node in self.spec.pods.iter().filter_map(|p| p.node.as_ref()) {
+        let named = self.spec.pods.iter().filter_map(|p| p.node.as_ref());
+        for node in named.chain(self.spec.volumeattachments.iter().map(|v| &v.node)) {
             if !names.contains(node) {
                 names.push(node.clone());
             }
@@ -211,7 +196,10 @@ impl<'a> World<'a> {
             .chain(spec.persistentvolumeclaims.iter().map(|c| &c.namespace))
             .chain(spec.horizontalpodautoscalers.iter().map(|h| &h.namespace))
             .chain(spec.resourcequotas.iter().map(|q| &q.namespace))
-            .chain(spec.configmaps.iter().map(|c| &c.namespace));
+            .chain(spec.configmaps.iter().map(|c| &c.namespace))
+            .chain(spec.ingresses.iter().map(|i| &i.namespace))
+            .chain(spec.networkpolicies.iter().map(|p| &p.namespace))
+            .chain(spec.poddisruptionbudgets.iter().map(|b| &b.namespace));
         all.extend(named.cloned());
         all.extend(spec.events.iter().map(|e| e.namespace()));
         all.into_iter().collect()

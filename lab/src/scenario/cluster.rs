@@ -1,14 +1,15 @@
-//! The cluster around the workloads: Services (with computed Endpoints), Nodes, storage
-//! (PersistentVolumeClaims, PersistentVolumes, StorageClasses), HorizontalPodAutoscalers,
-//! ResourceQuotas and ConfigMaps.
+//! The cluster around the workloads: Services (with computed Endpoints), Nodes (with their
+//! journal), storage (PersistentVolumeClaims, PersistentVolumes, StorageClasses,
+//! VolumeAttachments), HorizontalPodAutoscalers, ResourceQuotas and ConfigMaps.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::pods::{ConditionSpec, OwnerSpec};
+use super::pods::{ConditionSpec, OwnerSpec, yes};
 use super::string_map;
+use crate::reltime::RelTime;
 
 /// A Service; its Endpoints are computed from the pods its selector picks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +77,28 @@ pub struct NodeSpec {
     pub allocatable: BTreeMap<String, String>,
     #[serde(default)]
     pub kubelet_version: Option<String>,
+    /// The node's systemd journal, served as Loki streams
+    /// `{job="systemd-journal", node, unit}` (one per unit).
+    #[serde(default)]
+    pub journal: Vec<JournalLineSpec>,
+}
+
+/// One line of a node's systemd journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalLineSpec {
+    pub at: RelTime,
+    pub line: String,
+    /// The systemd unit; default `kubelet`.
+    #[serde(default)]
+    pub unit: Option<String>,
+}
+
+impl JournalLineSpec {
+    /// The unit the line is labelled with.
+    pub fn unit(&self) -> &str {
+        self.unit.as_deref().unwrap_or("kubelet")
+    }
 }
 
 /// A node taint.
@@ -155,6 +178,39 @@ pub struct StorageClassSpec {
     pub volume_binding_mode: Option<String>,
     #[serde(default)]
     pub allow_volume_expansion: bool,
+}
+
+/// A VolumeAttachment (storage.k8s.io/v1, cluster-scoped): a CSI volume attached, or failing
+/// to attach, to a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VolumeAttachmentSpec {
+    /// Default: `csi-<hash>` of the attacher, volume and node, as the attach/detach controller
+    /// names them.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The CSI driver, e.g. `ebs.csi.aws.com`.
+    pub attacher: String,
+    pub node: String,
+    /// `spec.source.persistentVolumeName`.
+    pub persistent_volume: String,
+    /// `status.attached`; default true.
+    #[serde(default = "yes")]
+    pub attached: bool,
+    #[serde(default)]
+    pub attach_error: Option<VolumeErrorSpec>,
+    #[serde(default)]
+    pub detach_error: Option<VolumeErrorSpec>,
+}
+
+/// A VolumeAttachment's `attachError` / `detachError`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeErrorSpec {
+    pub message: String,
+    /// When it happened; default: the alert time.
+    #[serde(default)]
+    pub at: Option<RelTime>,
 }
 
 /// A HorizontalPodAutoscaler (served as autoscaling/v2).

@@ -1,23 +1,26 @@
 //! The scenario format: one incident, as `lab/scenarios/<name>/scenario.yaml` (documented in
 //! `lab/README.md`).
 //!
-//! A scenario holds the Slack alert, the world the tools see (pods, workloads, services, nodes,
-//! storage, events, logs, metric series, log streams, traces — all at times relative to the
-//! alert), optional verbatim tool results for fault injection, optional past incidents and
+//! A scenario holds the Slack alert, the world the tools see (pods, workloads, services,
+//! ingresses, network policies, disruption budgets, nodes, storage, events, logs, metric series,
+//! log streams, node journals, traces — all at times relative to the alert), optional verbatim tool results for fault injection, optional past incidents and
 //! thread replies, and the expectation the investigation is scored against. Kubernetes-shaped
 //! fields use Kubernetes' own camelCase names (`restartCount`, `lastState`, `exitCode`);
 //! everything else is snake_case. Unknown keys are errors, so a typo never silently drops part
 //! of the world.
 //!
 //! One module per part of the world: [`pods`] (pods, events, logs), [`workloads`]
-//! (Deployments, StatefulSets, DaemonSets, Jobs, CronJobs), [`cluster`] (Services, Nodes,
-//! storage, autoscalers, quotas, ConfigMaps), [`telemetry`] (metrics, log streams, traces,
-//! verbatim tool results), [`expect`] (the expected outcome); `validate` checks what serde
-//! cannot (cross-references, exactly-one-of fields).
+//! (Deployments, StatefulSets, DaemonSets, Jobs, CronJobs), [`cluster`] (Services, Nodes and
+//! their journals, storage, autoscalers, quotas, ConfigMaps), [`network`] (Ingresses,
+//! NetworkPolicies), [`policy`] (PodDisruptionBudgets), [`telemetry`] (metrics, log streams,
+//! traces, verbatim tool results), [`expect`] (the expected outcome); `validate` checks what
+//! serde cannot (cross-references, exactly-one-of fields, unique pod IPs).
 
 pub mod cluster;
 pub mod expect;
+pub mod network;
 pub mod pods;
+pub mod policy;
 pub mod telemetry;
 mod validate;
 pub mod workloads;
@@ -30,15 +33,19 @@ use serde::{Deserialize, Serialize};
 use crate::reltime::RelTime;
 
 pub use cluster::{
-    ClaimRefSpec, ConfigMapSpec, EndpointsSpec, HorizontalPodAutoscalerSpec, NodeSpec,
-    PersistentVolumeClaimSpec, PersistentVolumeSpec, ResourceQuotaSpec, ServicePortSpec,
-    ServiceSpec, StorageClassSpec, TaintSpec, TargetRefSpec,
+    ClaimRefSpec, ConfigMapSpec, EndpointsSpec, HorizontalPodAutoscalerSpec, JournalLineSpec,
+    NodeSpec, PersistentVolumeClaimSpec, PersistentVolumeSpec, ResourceQuotaSpec, ServicePortSpec,
+    ServiceSpec, StorageClassSpec, TaintSpec, TargetRefSpec, VolumeAttachmentSpec, VolumeErrorSpec,
 };
 pub use expect::{Expect, ExpectCheck, ExpectedVerdict, HeadlineCheck, Reply};
+pub use network::{
+    IngressPathSpec, IngressRuleSpec, IngressSpec, IngressTlsSpec, NetworkPolicySpec, PortRef,
+};
 pub use pods::{
     ConditionSpec, ContainerSpec, ContainerStateSpec, EventSpec, LogSpec, ObjectRef, OwnerSpec,
     PodSpec, RunningSpec, TerminatedSpec, WaitingSpec,
 };
+pub use policy::{IntOrPercent, PodDisruptionBudgetSpec, PodDisruptionBudgetStatusSpec};
 pub use telemetry::{
     LogLineSpec, LogStreamSpec, MetricSpec, RawToolResult, SpanSpec, StepSpec, TraceSpec,
     TraceStatus,
@@ -112,11 +119,19 @@ pub struct ScenarioSpec {
     #[serde(default)]
     pub storageclasses: Vec<StorageClassSpec>,
     #[serde(default)]
+    pub volumeattachments: Vec<VolumeAttachmentSpec>,
+    #[serde(default)]
     pub horizontalpodautoscalers: Vec<HorizontalPodAutoscalerSpec>,
     #[serde(default)]
     pub resourcequotas: Vec<ResourceQuotaSpec>,
     #[serde(default)]
     pub configmaps: Vec<ConfigMapSpec>,
+    #[serde(default)]
+    pub ingresses: Vec<IngressSpec>,
+    #[serde(default)]
+    pub networkpolicies: Vec<NetworkPolicySpec>,
+    #[serde(default)]
+    pub poddisruptionbudgets: Vec<PodDisruptionBudgetSpec>,
     #[serde(default)]
     pub logs: Vec<LogSpec>,
     #[serde(default)]

@@ -2,6 +2,7 @@
 //! conditions, owners, events and container logs.
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,6 +17,10 @@ pub struct PodSpec {
     pub namespace: String,
     #[serde(default)]
     pub node: Option<String>,
+    /// `status.podIP` of a scheduled pod; default: derived from the name (see
+    /// `render::pod_ips`). Two pods may not state the same one.
+    #[serde(default)]
+    pub ip: Option<Ipv4Addr>,
     /// Default labels are added for the owner (see the README); these win.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -102,7 +107,7 @@ pub struct ContainerSpec {
     pub spec_extra: BTreeMap<String, Value>,
 }
 
-fn yes() -> bool {
+pub(super) fn yes() -> bool {
     true
 }
 

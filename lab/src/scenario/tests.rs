@@ -198,3 +198,140 @@ fn expectations_match_case_insensitively() {
     assert_eq!(bad.missing.len(), 2);
     assert_eq!(bad.forbidden, vec!["DEPLOY_ENV".to_string()]);
 }
+
+#[test]
+fn pod_ips_are_ipv4_addresses_of_scheduled_pods_and_unique() {
+    let pods = |a: &str, b: &str| {
+        format!(
+            "{MINIMAL}pods:\n  - {{name: a, namespace: n, node: w1, containers: [{{name: c, image: i}}], {a}}}\n  - {{name: b, namespace: n, node: w1, containers: [{{name: c, image: i}}], {b}}}\n"
+        )
+    };
+    let scenario = parse(&pods("ip: 10.244.3.17", "ip: 10.244.3.18")).unwrap();
+    assert_eq!(
+        scenario.spec.pods[0].ip,
+        Some(std::net::Ipv4Addr::new(10, 244, 3, 17))
+    );
+    let bad = error(&pods("ip: 10.244.3.300", ""));
+    assert!(
+        bad.contains("pods[0].ip") && bad.contains("line 7"),
+        "{bad}"
+    );
+    let twice = error(&pods("ip: 10.244.3.17", "ip: 10.244.3.17"));
+    assert!(
+        twice.contains("`pods[1].ip`") && twice.contains("pods[0] (a)"),
+        "{twice}"
+    );
+    let pending = error(&format!(
+        "{MINIMAL}pods: [{{name: a, namespace: n, ip: 10.244.3.17, containers: [{{name: c, image: i}}]}}]\n"
+    ));
+    assert!(
+        pending.contains("`pods[0].ip`") && pending.contains("not scheduled"),
+        "{pending}"
+    );
+}
+
+#[test]
+fn the_networking_policy_and_attachment_kinds_and_journals_load() {
+    let text = format!(
+        r#"{MINIMAL}
+ingresses:
+  - name: shop
+    namespace: web
+    ingressClassName: nginx
+    rules: [{{host: shop.example.com, paths: [{{path: /api, pathType: Exact, service: api, port: 8080}}, {{service: ui, port: http}}]}}]
+    tls: [{{hosts: [shop.example.com], secretName: shop-tls}}]
+networkpolicies:
+  - {{name: db, namespace: web, podSelector: {{app: db}}, ingress: [{{from: [{{podSelector: {{matchLabels: {{app: api}}}}}}]}}], egress: [{{}}]}}
+poddisruptionbudgets:
+  - {{name: db, namespace: web, selector: {{app: db}}, minAvailable: "50%"}}
+  - {{name: api, namespace: web, maxUnavailable: 1, status: {{disruptionsAllowed: 0}}}}
+volumeattachments:
+  - {{attacher: ebs.csi.aws.com, node: w1, persistentVolume: pv-1, attachError: {{message: boom, at: -5m}}}}
+nodes:
+  - name: w1
+    journal:
+      - {{at: -3m, line: "PLEG is not healthy"}}
+      - {{at: -2m, unit: containerd, line: "shim disconnected"}}
+"#
+    );
+    let spec = parse(&text).unwrap().spec;
+    assert_eq!(
+        spec.ingresses[0].rules[0].paths[1].port,
+        PortRef::Name("http".into())
+    );
+    assert_eq!(
+        spec.ingresses[0].rules[0].paths[0].port,
+        PortRef::Number(8080)
+    );
+    assert_eq!(
+        spec.networkpolicies[0].policy_types(),
+        ["Ingress", "Egress"]
+    );
+    assert_eq!(
+        spec.poddisruptionbudgets[0]
+            .min_available
+            .as_ref()
+            .and_then(IntOrPercent::percent),
+        Some(50)
+    );
+    assert!(spec.volumeattachments[0].attached, "attached by default");
+    assert_eq!(spec.nodes[0].journal[0].unit(), "kubelet");
+    assert_eq!(spec.nodes[0].journal[1].unit(), "containerd");
+}
+
+#[test]
+fn the_networking_policy_and_journal_keys_are_checked() {
+    for (yaml, field) in [
+        ("ingresses: [{name: i, namespace: n}]", "ingresses[0].rules"),
+        (
+            "ingresses: [{name: i, namespace: n, rules: [{paths: [{path: api, service: s, port: 80}]}]}]",
+            "ingresses[0].rules[0].paths[0].path",
+        ),
+        (
+            "ingresses: [{name: i, namespace: n, rules: [{paths: [{pathType: Regex, service: s, port: 80}]}]}]",
+            "ingresses[0].rules[0].paths[0].pathType",
+        ),
+        (
+            "ingresses: [{name: i, namespace: n, rules: [{paths: [{service: s, port: HTTP_PORT}]}]}]",
+            "ingresses[0].rules[0].paths[0].port",
+        ),
+        (
+            "networkpolicies: [{name: p, namespace: n, policyTypes: [Inbound]}]",
+            "networkpolicies[0].policyTypes[0]",
+        ),
+        (
+            "networkpolicies: [{name: p, namespace: n, egress: [allow-all]}]",
+            "networkpolicies[0].egress[0]",
+        ),
+        (
+            "poddisruptionbudgets: [{name: b, namespace: n, minAvailable: 1, maxUnavailable: 1}]",
+            "poddisruptionbudgets[0]",
+        ),
+        (
+            "poddisruptionbudgets: [{name: b, namespace: n}]",
+            "poddisruptionbudgets[0]",
+        ),
+        (
+            "poddisruptionbudgets: [{name: b, namespace: n, maxUnavailable: \"150%\"}]",
+            "poddisruptionbudgets[0].maxUnavailable",
+        ),
+        (
+            "nodes: [{name: w, journal: [{at: -1m, line: x, unit: \"\"}]}]",
+            "nodes[0].journal[0].unit",
+        ),
+    ] {
+        let message = error(&format!("{MINIMAL}{yaml}\n"));
+        assert!(message.contains(&format!("`{field}`")), "{yaml}: {message}");
+    }
+    let typo = error(&format!(
+        "{MINIMAL}volumeattachments: [{{attacher: a, node: w, persistentVolume: p, atached: false}}]\n"
+    ));
+    assert!(typo.contains("atached"), "{typo}");
+    let port = error(&format!(
+        "{MINIMAL}ingresses: [{{name: i, namespace: n, rules: [{{paths: [{{service: s, port: 70000}}]}}]}}]\n"
+    ));
+    assert!(
+        port.contains("a port number (1-65535) or a port name"),
+        "{port}"
+    );
+}

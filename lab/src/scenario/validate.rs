@@ -1,7 +1,10 @@
 //! What serde cannot check: exactly-one-of fields, cross-references (a pod's deployment, owner
 //! and revision, a log's pod and container, a job's CronJob, a span's parent), and required
-//! alternatives (`query` or `metric`). A problem names the field as written
-//! (`pods[0].initContainers[1].state`).
+//! alternatives (`query` or `metric`); [`cluster`] checks pod IPs and the cluster objects
+//! (Ingresses, NetworkPolicies, PodDisruptionBudgets, node journals). A problem names the
+//! field as written (`pods[0].initContainers[1].state`).
+
+mod cluster;
 
 use std::collections::BTreeMap;
 
@@ -26,6 +29,7 @@ pub(super) fn validate(spec: &ScenarioSpec) -> Result<(), Problem> {
     validate_template_hashes(spec)?;
     validate_logs(spec)?;
     validate_workloads(spec)?;
+    cluster::validate_cluster(spec)?;
     validate_telemetry(spec)?;
     for (i, any) in spec.expect.must_mention.iter().enumerate() {
         if any.is_empty() || any.iter().any(|p| p.trim().is_empty()) {

@@ -308,6 +308,43 @@ botocore.exceptions.ClientError: An error occurred (AccessDenied) when calling t
 }
 
 #[test]
+fn a_supervisors_exit_summary_is_not_the_crash_line() {
+    let log = "\
+{\"log.level\":\"ERROR\", \"message\":\"node validation exception [1] bootstrap checks failed: max virtual memory areas vm.max_map_count [65530] is too low\"}
+ERROR: Elasticsearch did not exit normally - check the logs at /usr/share/elasticsearch/logs/x.log
+ERROR: Elasticsearch exited unexpectedly, with exit code 78
+";
+    assert!(
+        last_words(log)
+            .expect("crash line")
+            .contains("vm.max_map_count"),
+        "{:?}",
+        last_words(log)
+    );
+}
+
+#[test]
+fn a_python_traceback_names_its_exception_whatever_the_class_is_called() {
+    let log = "\
+2025-01-01 00:30:07,901 INFO close: writing settlement batch
+2025-01-01 00:30:07,944 ERROR close: batch insert failed, rolling back
+Traceback (most recent call last):
+  File \"/app/close.py\", line 214, in write_batch
+    cur.execute(INSERT_BATCH, batch.as_row())
+psycopg.errors.UniqueViolation: duplicate key value violates unique constraint \"batches_pkey\"
+DETAIL:  Key (batch_id)=(2024-12-31/adyen) already exists.
+2025-01-01 00:30:07,951 ERROR close: run aborted, nothing committed; exit 1
+";
+    assert_eq!(
+        last_words(log),
+        Some(
+            "psycopg.errors.UniqueViolation: duplicate key value violates unique constraint \
+             \"batches_pkey\""
+        )
+    );
+}
+
+#[test]
 fn container_status_unknown_after_eviction_is_not_a_verified_exit() {
     let yaml = pod_with(
         "\

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::detectors::testing::{
-    DESCRIBE_EXIT_78, ctx, describe, detect, ev, events, find, previous_log,
+    DESCRIBE_EXIT_78, ctx, describe, detect, ev, events, find, has, previous_log,
 };
 use crate::detectors::{DetectionContext, Kind};
 use crate::evidence::Capability;
@@ -72,4 +72,23 @@ Tolerations:                 node.kubernetes.io/disk-pressure:NoSchedule op=Exis
 ";
     let findings = detect(&[describe(1, description)], &ctx());
     assert!(findings.is_empty(), "{findings:#?}");
+}
+
+#[test]
+fn a_pods_yaml_toleration_is_not_disk_pressure() {
+    let pod = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: node-exporter-2vq7m
+spec:
+  tolerations:
+  - effect: NoSchedule
+    key: node.kubernetes.io/disk-pressure
+    operator: Exists
+status:
+  phase: Running
+";
+    let findings = detect(&[describe(1, pod)], &ctx());
+    assert!(!has(&findings, Kind::DiskFull), "{findings:#?}");
 }

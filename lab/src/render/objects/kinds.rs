@@ -9,11 +9,14 @@ use super::autoscaling::hpa_object;
 use super::batch::{cronjob_object, job_object};
 use super::config::{config_map_object, quota_object};
 use super::deployments::{deployment_object, replica_sets};
+use super::disruption::budget_object;
 use super::events::events;
+use super::ingress::ingress_object;
 use super::network::{endpoints_object, service_object};
+use super::network_policy::network_policy_object;
 use super::nodes::{namespace_object, nodes};
 use super::pods::pod_object;
-use super::storage::{claim_object, storage_class_object, volume_object};
+use super::storage::{attachment_object, claim_object, storage_class_object, volume_object};
 use super::workloads::{daemonset_object, statefulset_object};
 use crate::render::world::World;
 
@@ -176,11 +179,39 @@ pub const KINDS: &[Kind] = &[
         objects: |w| map(&w.spec.horizontalpodautoscalers, |h| hpa_object(w, h)),
     },
     Kind {
+        api_version: "networking.k8s.io/v1",
+        kind: "Ingress",
+        plural: "ingresses",
+        namespaced: true,
+        objects: |w| map(&w.spec.ingresses, |i| ingress_object(w, i)),
+    },
+    Kind {
+        api_version: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        plural: "networkpolicies",
+        namespaced: true,
+        objects: |w| map(&w.spec.networkpolicies, |p| network_policy_object(w, p)),
+    },
+    Kind {
+        api_version: "policy/v1",
+        kind: "PodDisruptionBudget",
+        plural: "poddisruptionbudgets",
+        namespaced: true,
+        objects: |w| map(&w.spec.poddisruptionbudgets, |b| budget_object(w, b)),
+    },
+    Kind {
         api_version: "storage.k8s.io/v1",
         kind: "StorageClass",
         plural: "storageclasses",
         namespaced: false,
         objects: |w| map(&w.spec.storageclasses, |c| storage_class_object(w, c)),
+    },
+    Kind {
+        api_version: "storage.k8s.io/v1",
+        kind: "VolumeAttachment",
+        plural: "volumeattachments",
+        namespaced: false,
+        objects: |w| map(&w.spec.volumeattachments, |a| attachment_object(w, a)),
     },
 ];
 

@@ -10,9 +10,12 @@ mod autoscaling;
 mod batch;
 mod config;
 mod deployments;
+mod disruption;
 mod events;
+mod ingress;
 pub mod kinds;
 mod network;
+mod network_policy;
 mod nodes;
 mod pods;
 mod storage;
@@ -24,6 +27,7 @@ use serde_json::{Map, Value, json};
 use super::world::World;
 use crate::scenario::ConditionSpec;
 
+pub(crate) use events::event_object;
 pub use kinds::{KINDS, Kind};
 pub use nodes::KUBELET_VERSION;
 pub(crate) use pods::{init_finished, pod_object};
@@ -53,14 +57,30 @@ pub(crate) fn uid(kind: &str, namespace: &str, name: &str) -> String {
     k8s_hash(&format!("uid/{kind}/{namespace}/{name}"), 16)
 }
 
-/// The apiVersion of a kind the lab knows (`v1` for the core kinds and anything else).
+/// The apiVersion of a kind the lab serves (`v1` for the core kinds and anything else).
 pub(crate) fn api_version_of(kind: &str) -> &'static str {
+    KINDS
+        .iter()
+        .find(|k| k.kind == kind)
+        .map_or("v1", |k| k.api_version)
+}
+
+/// Whether objects of a kind live in a namespace (kinds the lab does not serve are assumed to).
+pub(crate) fn namespaced(kind: &str) -> bool {
+    KINDS
+        .iter()
+        .find(|k| k.kind == kind)
+        .is_none_or(|k| k.namespaced)
+}
+
+/// The `metadata.uid` the lab gives an object of a kind (Pods, ReplicaSets and Deployments
+/// keep the uids they always had; cluster-scoped objects have no namespace in theirs).
+pub(crate) fn object_uid(kind: &str, namespace: &str, name: &str) -> String {
     match kind {
-        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => "apps/v1",
-        "Job" | "CronJob" => "batch/v1",
-        "HorizontalPodAutoscaler" => "autoscaling/v2",
-        "StorageClass" => "storage.k8s.io/v1",
-        _ => "v1",
+        "Pod" => k8s_hash(&format!("pod/{name}"), 16),
+        "Deployment" | "ReplicaSet" => k8s_hash(&format!("uid/{name}"), 16),
+        _ if !namespaced(kind) => uid(kind, "", name),
+        _ => uid(kind, namespace, name),
     }
 }
 

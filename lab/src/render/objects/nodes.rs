@@ -43,8 +43,8 @@ fn healthy(kind: &str) -> ConditionSpec {
     }
 }
 
-/// A stable made-up node address in 10.0.0.0/16.
-fn internal_ip(name: &str) -> String {
+/// A stable made-up node address in 10.0.0.0/16 (also its pods' `hostIP`).
+pub(crate) fn internal_ip(name: &str) -> String {
     let h = name
         .bytes()
         .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::Duration;
 use serde_json::{Map, Value, json};
 
+use super::nodes::internal_ip;
 use super::{conditions, controller_ref, insert_some, k8s_hash, rfc3339, uid};
 use crate::reltime::RelTime;
 use crate::render::world::{PodOwner, World};
@@ -336,7 +337,15 @@ pub(crate) fn pod_object(world: &World, pod: &PodSpec) -> Value {
             status.insert("initContainerStatuses".into(), Value::Array(statuses));
         }
         status.insert("startTime".into(), json!(rfc3339(created)));
-        insert_some(&mut status, "podIP", world.pod_ip(pod));
+        if let Some(ip) = world.pod_ip(pod) {
+            status.insert("podIP".into(), json!(ip));
+            status.insert("podIPs".into(), json!([{"ip": ip}]));
+        }
+        if let Some(node) = &pod.node {
+            let host = internal_ip(node);
+            status.insert("hostIP".into(), json!(host));
+            status.insert("hostIPs".into(), json!([{"ip": host}]));
+        }
     }
     let mut metadata = Map::new();
     metadata.insert("name".into(), json!(pod.name));

@@ -1,12 +1,16 @@
-//! Storage: PersistentVolumeClaims, PersistentVolumes and StorageClasses, as listed (the lab
-//! provisions nothing: a Bound claim names its volume, which is served only if listed too).
+//! Storage: PersistentVolumeClaims, PersistentVolumes, StorageClasses and VolumeAttachments,
+//! as listed (the lab provisions and attaches nothing: a Bound claim names its volume, which is
+//! served only if listed too).
 
 use chrono::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{insert_some, rfc3339, uid};
 use crate::render::world::World;
-use crate::scenario::{PersistentVolumeClaimSpec, PersistentVolumeSpec, StorageClassSpec};
+use crate::scenario::{
+    PersistentVolumeClaimSpec, PersistentVolumeSpec, StorageClassSpec, VolumeAttachmentSpec,
+    VolumeErrorSpec,
+};
 
 fn created(world: &World) -> String {
     rfc3339(world.scenario.alert_at - Duration::days(30))
@@ -121,4 +125,73 @@ pub(crate) fn storage_class_object(world: &World, class: &StorageClassSpec) -> V
         object["allowVolumeExpansion"] = json!(true);
     }
     object
+}
+
+/// A VolumeAttachment's name: its own, else `csi-` and 64 hex digits made up from the volume,
+/// attacher and node (the attach/detach controller names it by their SHA-256).
+fn attachment_name(attachment: &VolumeAttachmentSpec) -> String {
+    if let Some(name) = &attachment.name {
+        return name.clone();
+    }
+    let seed = format!(
+        "{}{}{}",
+        attachment.persistent_volume, attachment.attacher, attachment.node
+    );
+    let hex: String = (0u8..4)
+        .map(|round| {
+            let h = seed
+                .bytes()
+                .chain([round])
+                .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
+            format!("{h:016x}")
+        })
+        .collect();
+    format!("csi-{hex}")
+}
+
+/// A `VolumeError` (`attachError`, `detachError`): its message and time (default: the alert).
+fn volume_error(world: &World, error: &VolumeErrorSpec) -> Value {
+    json!({
+        "message": error.message,
+        "time": rfc3339(world.time_or(error.at, Duration::zero())),
+    })
+}
+
+/// The VolumeAttachment object: created when its pod was (an hour before the alert by
+/// default), or by its attach error, whichever is earlier.
+pub(crate) fn attachment_object(world: &World, attachment: &VolumeAttachmentSpec) -> Value {
+    let name = attachment_name(attachment);
+    let created = attachment
+        .attach_error
+        .as_ref()
+        .map(|e| world.time_or(e.at, Duration::zero()))
+        .into_iter()
+        .chain([world.scenario.alert_at - Duration::hours(1)])
+        .min()
+        .unwrap_or(world.scenario.alert_at);
+    let mut status = Map::new();
+    status.insert("attached".into(), json!(attachment.attached));
+    if let Some(error) = &attachment.attach_error {
+        status.insert("attachError".into(), volume_error(world, error));
+    }
+    if let Some(error) = &attachment.detach_error {
+        status.insert("detachError".into(), volume_error(world, error));
+    }
+    json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {
+            "name": name,
+            "uid": uid("VolumeAttachment", "", &name),
+            "creationTimestamp": rfc3339(created),
+        },
+        "spec": {
+            "attacher": attachment.attacher,
+            "nodeName": attachment.node,
+            "source": {"persistentVolumeName": attachment.persistent_volume},
+        },
+        "status": status,
+    })
 }

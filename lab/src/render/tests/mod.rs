@@ -1,7 +1,9 @@
 //! The rendered world checked against what the real servers answer: one crash-looping pod here
 //! (the shapes every scenario relied on before the format grew), the newer kinds in `kinds`,
-//! metrics, logs and traces in `telemetry`.
+//! metrics, logs and traces in `telemetry`, pod IPs and the networking, policy and attachment
+//! kinds in `cluster`.
 
+mod cluster;
 mod kinds;
 mod telemetry;
 

@@ -1,5 +1,5 @@
 //! Metrics (exact and lenient series matching, range and instant queries), log streams
-//! (LogQL selectors and line filters) and traces (TraceQL filters, spans).
+//! (LogQL selectors and line filters; node journals) and traces (TraceQL filters, spans).
 
 use chrono::{Duration, TimeZone, Utc};
 use serde_json::{Value, json};
@@ -241,4 +241,62 @@ fn traceql_filters_traces_and_spans_come_slowest_first() {
     assert_eq!(ids(&traces(&s, "{}", json!({"limit": 1}))), ["t-other"]);
     let end = (s.alert_at - Duration::minutes(3)).to_rfc3339();
     assert_eq!(ids(&traces(&s, "{}", json!({"end": end}))), ["t-slow"]);
+}
+
+#[test]
+fn node_journals_are_loki_streams_by_node_and_unit() {
+    let s = parse(
+        r#"
+alert: {text: "x", at: "2025-03-01T12:00:00Z"}
+nodes:
+  - name: worker-3
+    journal:
+      - {at: -6m, line: "E0301 kubelet.go:2412] \"Skipping pod synchronization\" err=\"PLEG is not healthy\""}
+      - {at: -4m, unit: containerd, line: "level=error msg=\"shim disconnected\" id=4f1c"}
+      - {at: -2m, line: "E0301 kubelet.go:2855] \"Container runtime not ready\""}
+  - {name: worker-4, journal: [{at: -1m, line: "I0301 kubelet.go:100] ok"}]}
+log_streams:
+  - labels: {namespace: shop, app: cart, node: worker-3}
+    lines: [{at: -3m, line: "error from the app"}]
+expect: {verdict: post}
+"#,
+    );
+    let all = logs(&s, r#"{node="worker-3"}"#, json!({}));
+    assert_eq!(
+        all,
+        [
+            "E0301 kubelet.go:2855] \"Container runtime not ready\"",
+            "error from the app",
+            "level=error msg=\"shim disconnected\" id=4f1c",
+            "E0301 kubelet.go:2412] \"Skipping pod synchronization\" err=\"PLEG is not healthy\"",
+        ],
+        "journal lines merge with the node's other streams, newest first"
+    );
+    let journal = logs(&s, r#"{job="systemd-journal", node="worker-3"}"#, json!({}));
+    assert_eq!(journal.len(), 3);
+    let kubelet = logs(
+        &s,
+        r#"{job="systemd-journal", node="worker-3", unit="kubelet"} |= "PLEG""#,
+        json!({}),
+    );
+    assert_eq!(kubelet.len(), 1);
+    let containerd = logs(&s, r#"{unit="containerd"}"#, json!({}));
+    assert_eq!(
+        containerd,
+        ["level=error msg=\"shim disconnected\" id=4f1c"]
+    );
+    let every_node = logs(&s, r#"{job="systemd-journal", unit="kubelet"}"#, json!({}));
+    assert_eq!(every_node.len(), 3, "worker-3's two and worker-4's one");
+
+    let raw = json_of(
+        &query_loki_logs(
+            &s,
+            &args(json!({"datasourceUid": "loki", "logql": r#"{node="worker-4"}"#})),
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        raw[0]["labels"],
+        json!({"job": "systemd-journal", "node": "worker-4", "unit": "kubelet"})
+    );
 }

@@ -1,0 +1,182 @@
+//! Leads: what a finding says to read next. A client that cannot use `orders-db:5432` points at
+//! that Service's Endpoints and pods; a pod evicted from a node points at the node; pods the
+//! scheduler keeps off nodes tainted `not-ready` point at the nodes carrying that taint.
+//!
+//! A lead names an object, never a request: the investigation decides how to read it (the
+//! calls, their order, the budget), so a detector stays evidence in, findings and leads out.
+
+use serde::{Deserialize, Serialize};
+
+/// An object a finding points at, to be read next.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "lead", rename_all = "snake_case")]
+pub enum Lead {
+    /// A host a client talks to, as its log names it: a Service's DNS name (`orders-db`,
+    /// `orders-db.shop.svc.cluster.local`), a StatefulSet pod's (`db-0.db-headless.shop.svc`)
+    /// or an address (a Service's cluster IP, a pod's IP). `namespace` is the client's, for a
+    /// short name.
+    Host {
+        host: String,
+        port: Option<u16>,
+        namespace: Option<String>,
+    },
+    /// A node: its conditions, taints and events, and its journal.
+    Node { name: String },
+    /// The nodes carrying a taint (`node.kubernetes.io/not-ready`): which ones, and why.
+    NodesTainted { key: String },
+    /// A pod another object names (an event's, a log's).
+    Pod { namespace: String, name: String },
+}
+
+impl Lead {
+    /// The lead in a few words, for the plan.
+    pub fn label(&self) -> String {
+        match self {
+            Lead::Host { host, port, .. } => match port {
+                Some(port) => format!("host `{host}:{port}`"),
+                None => format!("host `{host}`"),
+            },
+            Lead::Node { name } => format!("node `{name}`"),
+            Lead::NodesTainted { key } => format!("nodes tainted `{key}`"),
+            Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
+        }
+    }
+}
+
+/// Where a host name points inside the cluster, read from its shape alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostName {
+    /// A Service: `name`, `name.ns`, `name.ns.svc`, `name.ns.svc.cluster.local`.
+    Service {
+        namespace: Option<String>,
+        name: String,
+    },
+    /// One pod behind a headless Service: `pod.service.ns.svc.cluster.local`.
+    ServicePod {
+        namespace: String,
+        service: String,
+        pod: String,
+    },
+    /// An IPv4 address: a Service's cluster IP or a pod's IP.
+    Address(String),
+    /// A name outside the cluster (`api.fxprovider.example`).
+    External,
+}
+
+/// Endings of public names, so `example.com` is not read as Service `example` in namespace
+/// `com`.
+const TOP_LEVEL: &[&str] = &[
+    "com", "net", "org", "io", "dev", "app", "cloud", "example", "internal", "local", "co", "ai",
+    "eu", "us", "uk", "de", "fr",
+];
+
+/// Reads a host's shape: in-cluster DNS names as Kubernetes builds them, addresses, the rest
+/// external. A bare single label (`redis-master`) is a Service in the client's namespace.
+pub fn host_name(host: &str) -> HostName {
+    let host = host.trim().trim_end_matches('.').to_ascii_lowercase();
+    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return HostName::Address(host);
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    let valid = |l: &&str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+    };
+    if labels.is_empty() || !labels.iter().all(valid) || host == "localhost" {
+        return HostName::External;
+    }
+    // Strip the cluster suffix: `svc.cluster.local`, `svc.<domain>` or `svc`.
+    let svc_at = labels.iter().position(|l| *l == "svc");
+    let names: &[&str] = match svc_at {
+        Some(at) => &labels[..at],
+        None if labels.len() == 1 => &labels,
+        None if labels.len() == 2 && !TOP_LEVEL.contains(&labels[1]) => &labels,
+        None => return HostName::External,
+    };
+    match names {
+        [name] if svc_at.is_none() => HostName::Service {
+            namespace: None,
+            name: (*name).to_string(),
+        },
+        [name, namespace] => HostName::Service {
+            namespace: Some((*namespace).to_string()),
+            name: (*name).to_string(),
+        },
+        [pod, service, namespace] if svc_at.is_some() => HostName::ServicePod {
+            namespace: (*namespace).to_string(),
+            service: (*service).to_string(),
+            pod: (*pod).to_string(),
+        },
+        _ => HostName::External,
+    }
+}
+
+/// `host:port` → the host and the port, when the text names one.
+pub fn split_endpoint(endpoint: &str) -> (String, Option<u16>) {
+    match endpoint.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => match port.parse() {
+            Ok(port) => (host.to_string(), Some(port)),
+            Err(_) => (endpoint.to_string(), None),
+        },
+        _ => (endpoint.to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_names_in_every_form_kubernetes_resolves() {
+        let service = |ns: Option<&str>, name: &str| HostName::Service {
+            namespace: ns.map(str::to_string),
+            name: name.to_string(),
+        };
+        assert_eq!(host_name("redis-master"), service(None, "redis-master"));
+        assert_eq!(
+            host_name("orders-db.shop"),
+            service(Some("shop"), "orders-db")
+        );
+        assert_eq!(
+            host_name("orders-db.shop.svc"),
+            service(Some("shop"), "orders-db")
+        );
+        assert_eq!(
+            host_name("Orders-DB.shop.svc.cluster.local."),
+            service(Some("shop"), "orders-db")
+        );
+        assert_eq!(
+            host_name("session-redis-0.session-redis-headless.shop.svc.cluster.local"),
+            HostName::ServicePod {
+                namespace: "shop".into(),
+                service: "session-redis-headless".into(),
+                pod: "session-redis-0".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn addresses_and_outside_names() {
+        assert_eq!(
+            host_name("10.96.14.7"),
+            HostName::Address("10.96.14.7".into())
+        );
+        assert_eq!(host_name("api.fxprovider.example"), HostName::External);
+        assert_eq!(host_name("localhost"), HostName::External);
+        assert_eq!(host_name("stripe.com"), HostName::External);
+        assert_eq!(host_name("db_primary"), HostName::External);
+        assert_eq!(host_name("a.b.c.d.svc.cluster.local"), HostName::External);
+    }
+
+    #[test]
+    fn endpoints_split_into_host_and_port() {
+        assert_eq!(
+            split_endpoint("orders-db.shop.svc:5432"),
+            ("orders-db.shop.svc".to_string(), Some(5432))
+        );
+        assert_eq!(split_endpoint("redis"), ("redis".to_string(), None));
+        assert_eq!(split_endpoint("host:http"), ("host:http".to_string(), None));
+    }
+}

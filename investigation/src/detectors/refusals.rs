@@ -1,0 +1,294 @@
+//! A dependency that answers, and refuses the work for a reason of its own state: read-only (a
+//! replica after a failover, a flood-stage disk block), out of room (Redis at `maxmemory`), locked,
+//! overloaded (ClickHouse's too many parts, Elasticsearch's rejected executions) or not serving
+//! yet (loading, in recovery, no leader). Read from the clients' logs, in the words the servers
+//! themselves answer with, one finding per dependency and state.
+//!
+//! | kind | role | verified when |
+//! |---|---|---|
+//! | [`Refusal`] | cause | as any log line (`logscan.rs`): a crash it ends, or repeated under a service-level alert |
+//!
+//! What explains what: the refusal explains its clients' errors and latency (the alert's
+//! symptom directly) and the crashes and failing probes of the pods that log it. It names the
+//! dependency when the line does, and leads there (its Service, its pods), so the reply can say
+//! why the dependency is in that state.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::containers::pod_failure_explains;
+use super::finding::in_pod;
+use super::lead::{HostName, Lead, host_name, split_endpoint};
+use super::logscan::{LogScan, repeats};
+use super::text::quote_deciding;
+use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
+
+/// The state a dependency refuses work in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusedState {
+    /// Writes refused: a replica, a read-only block, a read-only transaction.
+    ReadOnly,
+    /// Out of room: memory at its cap, a disk past its flood-stage watermark, a full table.
+    Full,
+    /// Waiting on a lock another session holds; lock timeouts; deadlocks.
+    Locked,
+    /// More work than it takes: too many parts, rejected executions, an overloaded node.
+    Overloaded,
+    /// Not serving yet: loading, in recovery, starting up, no leader or master.
+    NotServing,
+}
+
+impl RefusedState {
+    fn words(self) -> &'static str {
+        match self {
+            RefusedState::ReadOnly => "refuses writes (read-only)",
+            RefusedState::Full => "is full and refuses writes",
+            RefusedState::Locked => "makes requests wait on a lock",
+            RefusedState::Overloaded => "rejects work it is too loaded to take",
+            RefusedState::NotServing => "is not serving (loading, recovering or leaderless)",
+        }
+    }
+
+    fn check(self) -> &'static str {
+        match self {
+            RefusedState::ReadOnly => {
+                "which instance is the primary now (a failover promotes another) and whether \
+                 the client still writes to the old one, or what put the read-only block on"
+            }
+            RefusedState::Full => {
+                "what filled it (its memory or disk against its limit) and free room or raise \
+                 the limit; a write block lifts once usage drops"
+            }
+            RefusedState::Locked => {
+                "which session holds the lock (a migration, a VACUUM FULL, a long transaction) \
+                 and end it"
+            }
+            RefusedState::Overloaded => {
+                "what loads it (merges or mutations behind, a burst of small writes) and let it \
+                 catch up before raising limits"
+            }
+            RefusedState::NotServing => {
+                "why it restarted or lost its leader, and whether it is back"
+            }
+        }
+    }
+}
+
+/// The answers servers give, by the state they refuse in. Each is the server's own wording
+/// (Redis, Postgres, MySQL, MongoDB, Elasticsearch/OpenSearch, ClickHouse, Kafka, Cassandra).
+static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
+    let states = [
+        (
+            RefusedState::ReadOnly,
+            r"(?i)\bREADONLY You can't write against a read only (?:replica|slave)|cannot execute \w+ in a read-only transaction|running with the --(?:super-)?read-only option|read-only-allow-delete|index read-only|\bNotWritablePrimary\b|\bnot master and slaveOk=false",
+        ),
+        (
+            RefusedState::Full,
+            r"(?i)\bOOM command not allowed when used memory|flood[- ]stage (?:disk )?watermark|\bThe table '?\S+'? is full\b|\bquota exceeded for (?:disk|storage)",
+        ),
+        (
+            RefusedState::Locked,
+            r"(?i)still waiting for \w+Lock on|canceling statement due to lock timeout|Lock wait timeout exceeded|\bdeadlock detected\b|could not obtain lock on",
+        ),
+        (
+            RefusedState::Overloaded,
+            r"(?i)\bToo many parts\b|\bTOO_MANY_PARTS\b|es_rejected_execution_exception|\bOverloadedException\b|\bTHROTTLING_QUOTA_EXCEEDED\b",
+        ),
+        (
+            RefusedState::NotServing,
+            r"(?i)\bLOADING Redis is loading the dataset|\bMASTERDOWN\b|\bCLUSTERDOWN\b|the database system is (?:starting up|in recovery mode|shutting down)|\bLEADER_NOT_AVAILABLE\b|\bNOT_LEADER_(?:FOR_PARTITION|OR_FOLLOWER)\b|master_not_discovered_exception",
+        ),
+    ];
+    states
+        .into_iter()
+        .filter_map(|(state, pattern)| Regex::new(pattern).ok().map(|re| (state, re)))
+        .collect()
+});
+
+/// A host the line names: an in-cluster DNS name first (`db.shop.svc:5432`), else the last
+/// `host:port`.
+static SERVICE_HOST: LazyLock<Regex> = regex!(
+    r"(?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+svc(?:\.cluster\.local)?)(?::(\d{2,5}))?\b"
+);
+static ENDPOINT: LazyLock<Regex> = regex!(
+    r"\b((?:[A-Za-z][A-Za-z0-9-]*\.)*[A-Za-z][A-Za-z0-9-]*|\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b"
+);
+
+/// A dependency refusing work because of its own state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The pod whose log shows it (a client's, or the dependency's own).
+    pub pod: Option<String>,
+    /// The dependency as the line names it (`host:port`, a Service's DNS name).
+    pub dependency: Option<String>,
+    pub state: RefusedState,
+    /// Lines of this log that show it.
+    pub count: usize,
+    /// The last of them, quoted.
+    pub says: String,
+}
+
+impl Payload for Refusal {
+    const SPEC: KindSpec = KindSpec::read_from_log("dependency-refuses");
+
+    fn example() -> Self {
+        Self {
+            pod: Some("checkout-7d9f6c8b54-2lq8n".into()),
+            dependency: Some(
+                "session-redis-0.session-redis-headless.shop.svc.cluster.local:6379".into(),
+            ),
+            state: RefusedState::ReadOnly,
+            count: 4,
+            says: "READONLY You can't write against a read only replica.".into(),
+        }
+    }
+
+    fn title(&self) -> String {
+        let who = self
+            .dependency
+            .as_deref()
+            .map_or("A dependency".to_string(), |d| format!("Dependency `{d}`"));
+        format!("{who} {}: `{}`", self.state.words(), self.says)
+    }
+
+    fn detail(&self) -> String {
+        let times = if self.count == 1 {
+            "once".to_string()
+        } else {
+            format!("{} times", self.count)
+        };
+        format!(
+            "The log{} shows the dependency answering with a refusal of its own ({times}); \
+             the dependency is up, and its state is what fails the requests.",
+            in_pod(self.pod.as_deref()),
+        )
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        match &self.dependency {
+            Some(d) => Subject::named(ObjectKind::Endpoint, Some(d)),
+            None => Subject::named(ObjectKind::Pod, self.pod.as_deref()),
+        }
+    }
+
+    fn merges_with(&self, other: &Self) -> bool {
+        self.state == other.state && self.dependency == other.dependency
+    }
+
+    fn merge_from(&mut self, other: &Self) {
+        self.count += other.count;
+    }
+
+    fn step(&self, _scene: &Scene) -> String {
+        let who = self
+            .dependency
+            .as_deref()
+            .map_or("the dependency".to_string(), |d| format!("`{d}`"));
+        format!("On {who}, find {}.", self.state.check())
+    }
+
+    fn explains(&self, effect: &super::Finding) -> bool {
+        pod_failure_explains(self.pod.as_deref(), effect)
+    }
+
+    /// The dependency's side: its Service and pods, to see why it is in that state.
+    fn leads(&self) -> Vec<Lead> {
+        let Some(dependency) = &self.dependency else {
+            return Vec::new();
+        };
+        let (host, port) = split_endpoint(dependency);
+        if host_name(&host) == HostName::External {
+            return Vec::new();
+        }
+        vec![Lead::Host {
+            host,
+            port,
+            namespace: None,
+        }]
+    }
+}
+
+/// The state a line refuses in, and the pattern that decided it.
+fn refused(line: &str) -> Option<(RefusedState, &'static Regex)> {
+    STATES
+        .iter()
+        .find(|(_, re)| re.is_match(line))
+        .map(|(state, re)| (*state, re))
+}
+
+/// The dependency a line names.
+fn dependency_in(line: &str) -> Option<String> {
+    if let Some(caps) = SERVICE_HOST.captures(line) {
+        let host = caps[1].to_string();
+        return Some(match caps.get(2) {
+            Some(port) => format!("{host}:{}", port.as_str()),
+            None => host,
+        });
+    }
+    ENDPOINT
+        .captures_iter(line)
+        .map(|c| format!("{}:{}", &c[1], &c[2]))
+        .last()
+}
+
+/// One dependency's refusals in one log: state, dependency, count, the last line's index, the
+/// last line, the pattern that decided it.
+type Seen<'a> = (
+    RefusedState,
+    Option<String>,
+    usize,
+    usize,
+    &'a str,
+    &'static Regex,
+);
+
+pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
+    let class_repeats = repeats(round.evidence, |l| refused(l).is_some());
+    let mut findings: Vec<Finding> = Vec::new();
+    for scan in LogScan::all(round, false) {
+        // (state, dependency) → (count, last line index, last line, pattern)
+        let mut seen: Vec<Seen<'_>> = Vec::new();
+        for &(index, line) in &scan.lines {
+            let Some((state, re)) = refused(line) else {
+                continue;
+            };
+            let dependency = dependency_in(line);
+            match seen
+                .iter_mut()
+                .find(|(s, d, ..)| *s == state && *d == dependency)
+            {
+                Some(entry) => {
+                    entry.2 += 1;
+                    entry.3 = index;
+                    entry.4 = line;
+                }
+                None => seen.push((state, dependency, 1, index, line, re)),
+            }
+        }
+        for (state, dependency, count, index, line, re) in seen {
+            let quote = quote_deciding(line, re);
+            let (verified, confidence) = scan.class_strength(index, class_repeats);
+            findings.push(
+                Finding::new(
+                    Refusal {
+                        pod: scan.pod.clone(),
+                        dependency,
+                        state,
+                        count,
+                        says: quote.clone(),
+                    },
+                    confidence,
+                    verified,
+                )
+                .citing(vec![cite(scan.evidence, quote)]),
+            );
+        }
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests;

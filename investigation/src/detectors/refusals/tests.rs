@@ -1,0 +1,135 @@
+//! Refusals in the servers' own words: each state from a real server's wording, verified by
+//! repeats under a service-level alert, one line in a healthy log an observation, and the lead
+//! to the dependency's side only for names inside the cluster.
+
+use super::*;
+use crate::detectors::testing::{all_of, ctx, detect, find, log_of, service_level};
+use crate::detectors::{Kind, Lead};
+
+const CLIENT: &str = "checkout-7d9f6c8b54-2lq8n";
+
+fn refusal_in(log: &str) -> Refusal {
+    let findings = detect(&[log_of(1, CLIENT, log)], &service_level());
+    match &find(&findings, Kind::Refusal).fact {
+        crate::detectors::Fact::Refusal(r) => r.clone(),
+        other => panic!("not a refusal: {other:?}"),
+    }
+}
+
+#[test]
+fn each_state_in_the_servers_own_words() {
+    let cases = [
+        (
+            r#"{"level":"error","msg":"session write failed","error":"READONLY You can't write against a read only replica.","redis":"session-redis-0.session-redis-headless.shop.svc.cluster.local:6379"}"#,
+            RefusedState::ReadOnly,
+        ),
+        (
+            "ERROR: cannot execute UPDATE in a read-only transaction",
+            RefusedState::ReadOnly,
+        ),
+        (
+            "ERROR BulkIndexError: {'status': 429, 'error': {'type': 'cluster_block_exception', 'reason': 'index [products-v12] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block]'}}",
+            RefusedState::ReadOnly,
+        ),
+        (
+            "ERROR redis: OOM command not allowed when used memory > 'maxmemory'.",
+            RefusedState::Full,
+        ),
+        (
+            "ERROR 1205 (HY000): Lock wait timeout exceeded; try restarting transaction",
+            RefusedState::Locked,
+        ),
+        (
+            "ERROR:  canceling statement due to lock timeout",
+            RefusedState::Locked,
+        ),
+        (
+            "error insert failed: code: 252, message: Too many parts (3001). Merges are processing significantly slower than inserts",
+            RefusedState::Overloaded,
+        ),
+        (
+            "ERROR es_rejected_execution_exception: rejected execution of coordinating operation",
+            RefusedState::Overloaded,
+        ),
+        (
+            "ERROR LOADING Redis is loading the dataset in memory",
+            RefusedState::NotServing,
+        ),
+        (
+            "FATAL:  the database system is in recovery mode",
+            RefusedState::NotServing,
+        ),
+        (
+            "ERROR kafka: LEADER_NOT_AVAILABLE for orders-0",
+            RefusedState::NotServing,
+        ),
+    ];
+    for (line, state) in cases {
+        let log = format!("{line}\n{line}\n");
+        assert_eq!(refusal_in(&log).state, state, "{line}");
+    }
+}
+
+#[test]
+fn repeated_under_a_service_level_alert_it_is_verified_and_names_the_dependency() {
+    let line = r#"{"level":"error","msg":"session write failed","error":"READONLY You can't write against a read only replica.","redis":"session-redis-0.session-redis-headless.shop.svc.cluster.local:6379"}"#;
+    let findings = detect(
+        &[log_of(1, CLIENT, &format!("{line}\n{line}\n"))],
+        &service_level(),
+    );
+    let refusal = find(&findings, Kind::Refusal);
+    assert!(refusal.verified);
+    assert!(refusal.title().contains("READONLY"), "{}", refusal.title());
+    assert!(
+        refusal
+            .title()
+            .contains("session-redis-0.session-redis-headless.shop.svc.cluster.local:6379"),
+        "{}",
+        refusal.title()
+    );
+    assert_eq!(
+        refusal.fact.leads(),
+        [Lead::Host {
+            host: "session-redis-0.session-redis-headless.shop.svc.cluster.local".into(),
+            port: Some(6379),
+            namespace: None,
+        }]
+    );
+}
+
+#[test]
+fn one_line_in_a_healthy_log_is_an_observation() {
+    let log = "INFO GET /health 200\nERROR deadlock detected\nINFO GET /orders 200\n";
+    let findings = detect(&[log_of(1, CLIENT, log)], &ctx());
+    let refusal = find(&findings, Kind::Refusal);
+    assert!(!refusal.verified);
+}
+
+#[test]
+fn a_warning_repeated_is_not_verified() {
+    let log = "WARN flood stage disk watermark [95%] exceeded on [node-1]\nWARN flood stage disk watermark [95%] exceeded on [node-1]\n";
+    let findings = detect(&[log_of(1, CLIENT, log)], &service_level());
+    assert!(all_of(&findings, Kind::Refusal).iter().all(|f| !f.verified));
+}
+
+#[test]
+fn an_outside_dependency_proposes_no_lead_and_lines_without_a_refusal_find_nothing() {
+    let refusal = refusal_in(
+        "ERROR write to mongo.example.com:27017 failed: NotWritablePrimary\nERROR write to mongo.example.com:27017 failed: NotWritablePrimary\n",
+    );
+    assert_eq!(
+        refusal.dependency.as_deref(),
+        Some("mongo.example.com:27017")
+    );
+    assert!(refusal.leads().is_empty());
+
+    let findings = detect(
+        &[log_of(
+            1,
+            CLIENT,
+            "ERROR request failed: status 500\nERROR timeout\n",
+        )],
+        &service_level(),
+    );
+    assert!(all_of(&findings, Kind::Refusal).is_empty());
+}

@@ -1,0 +1,384 @@
+//! Following leads: after the alert's own objects are read, what was found so far proposes what
+//! to read next ([`Lead`]), and a bounded work list decides the order.
+//!
+//! - **Who proposes**: every finding ([`crate::detectors::Fact::leads`]: a client's failing
+//!   connection names a host, an eviction its node, a lost node's taint the nodes carrying it),
+//!   and the pods read (the node that several failing pods share, the node of a pod pending or
+//!   not ready with no failing container, the claims of a pending pod).
+//! - **Order**: strongest first — a verified cause's lead before a verified finding's before an
+//!   unverified one's; ties in the order proposed. The detectors run again after each lead, so
+//!   what one lead found can propose the next.
+//! - **Bounds**: at most [`MAX_LEADS`] leads a round, within the round's tool-call and time
+//!   budgets (the [`Collector`] refuses requests beyond them and the report says so), and at
+//!   most [`MAX_DEPTH`] links from the alert's objects unless the proposing finding is verified.
+//! - **Resolution**: a host's shape says where it points ([`host_name`]): a Service by name
+//!   (its Endpoints, then its pods by selector), one pod of a headless Service, an address (the
+//!   Service whose cluster IP it is, else the pod whose IP it is), or outside the cluster
+//!   (nothing to read there; recorded).
+//!
+//! Every request made for a lead is recorded in the plan with the lead and what proposed it.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::detectors::lead::{HostName, host_name};
+use crate::detectors::{Finding, Lead, Role};
+use crate::evidence::Capability;
+use crate::kube::{self, PodInfo, pods_in_list, rank_pods, selector_of};
+use crate::tools::{CapabilityRequest, EvidenceSource};
+
+use super::collect::Collector;
+use super::found::Found;
+
+/// The most leads one round follows.
+pub const MAX_LEADS: usize = 6;
+/// How many links from the alert's objects an unverified lead may reach.
+pub const MAX_DEPTH: u8 = 2;
+/// The most nodes one taint lead reads.
+const MAX_TAINTED: usize = 2;
+
+/// A lead with what proposed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposed {
+    pub lead: Lead,
+    /// What proposed it, as the plan shows it (a finding's title, "3 failing pods share …").
+    pub by: String,
+    /// Higher is followed first: 3 a verified cause, 2 another verified signal, 1 the rest.
+    pub strength: u8,
+    /// Links from the alert's objects to the object the lead names.
+    pub depth: u8,
+    /// Whether what proposed it is verified (a verified lead may go deeper).
+    pub verified: bool,
+}
+
+impl Proposed {
+    /// A finding's lead, one link beyond the object the finding is about (`depth` of it).
+    pub fn of_finding(finding: &Finding, lead: Lead, depth: u8) -> Self {
+        let strength = match (finding.verified, finding.role() == Role::Cause) {
+            (true, true) => 3,
+            (true, false) => 2,
+            _ => 1,
+        };
+        Self {
+            lead,
+            by: finding.title(),
+            strength,
+            depth: depth.saturating_add(1),
+            verified: finding.verified,
+        }
+    }
+}
+
+/// The bounded work list of leads.
+#[derive(Debug, Default)]
+pub struct WorkList {
+    pending: Vec<Proposed>,
+    seen: BTreeSet<Lead>,
+    followed: usize,
+}
+
+impl WorkList {
+    /// Adds a lead unless it was offered before or reaches too deep. Returns whether it was
+    /// added.
+    pub fn offer(&mut self, proposed: Proposed) -> bool {
+        if (proposed.depth > MAX_DEPTH && !proposed.verified)
+            || !self.seen.insert(proposed.lead.clone())
+        {
+            return false;
+        }
+        self.pending.push(proposed);
+        true
+    }
+
+    /// The strongest lead not yet followed (the earliest among equals), while fewer than
+    /// [`MAX_LEADS`] were followed.
+    pub fn take_strongest(&mut self) -> Option<Proposed> {
+        if self.followed >= MAX_LEADS {
+            return None;
+        }
+        let strongest = self.pending.iter().map(|p| p.strength).max()?;
+        let at = self.pending.iter().position(|p| p.strength == strongest)?;
+        self.followed += 1;
+        Some(self.pending.remove(at))
+    }
+
+    /// Leads offered and never followed (the cap was reached first).
+    pub fn left(&self) -> &[Proposed] {
+        &self.pending
+    }
+}
+
+/// Leads the pods read propose: the node several failing pods share; the node of a pod that is
+/// pending, evicted or not ready with no failing container; the claims of a pending pod.
+pub fn pod_leads(found: &Found) -> Vec<Proposed> {
+    let mut leads = Vec::new();
+    let failing: Vec<&PodInfo> = found.pods.iter().filter(|p| p.trouble() > 0).collect();
+    let mut nodes: Vec<(&str, usize)> = Vec::new();
+    for node in failing.iter().filter_map(|p| p.node.as_deref()) {
+        match nodes.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, count)) => *count += 1,
+            None => nodes.push((node, 1)),
+        }
+    }
+    for (node, count) in nodes.iter().filter(|(_, count)| *count > 1) {
+        leads.push(Proposed {
+            lead: Lead::Node {
+                name: (*node).to_string(),
+            },
+            by: format!("{count} failing pods share node `{node}`"),
+            strength: 3,
+            depth: 1,
+            verified: true,
+        });
+    }
+    for pod in found.pods.iter().filter(|p| node_may_explain(p)) {
+        if let Some(node) = &pod.node {
+            leads.push(Proposed {
+                lead: Lead::Node { name: node.clone() },
+                by: format!(
+                    "pod `{}` is {} without a failing container",
+                    pod.name,
+                    if pod.status == "Running" {
+                        "not ready"
+                    } else {
+                        pod.status.as_str()
+                    }
+                ),
+                strength: 2,
+                depth: 1,
+                verified: true,
+            });
+        }
+    }
+    leads
+}
+
+/// Whether a pod's trouble can come from its node: pending, evicted, unknown, or not ready with
+/// no failing container (unless its own readiness probe is what fails: `ContainersNotReady`).
+pub fn node_may_explain(pod: &PodInfo) -> bool {
+    let status = pod.status.as_str();
+    let container_failing = pod.containers.iter().any(|c| c.failing());
+    matches!(
+        status,
+        "Pending" | "Unknown" | "Evicted" | "Terminating" | "ContainerCreating"
+    ) || pod.reason.as_deref() == Some("Evicted")
+        || (pod.ready == Some(false)
+            && !container_failing
+            && pod.ready_reason.as_deref() != Some("ContainersNotReady"))
+}
+
+/// What following a lead reached: pods to inspect and the names to relate to the alert.
+#[derive(Debug, Default)]
+pub struct Reached {
+    pub pods: Vec<PodInfo>,
+    pub nodes: Vec<String>,
+    pub names: Vec<String>,
+}
+
+/// Reads what a lead names. `namespace` is the alert's, for a host without one.
+pub async fn follow<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    lead: &Lead,
+    namespace: Option<&str>,
+) -> Reached {
+    let mut reached = Reached::default();
+    match lead {
+        Lead::Host {
+            host,
+            port,
+            namespace: client_ns,
+        } => {
+            let namespace = client_ns.as_deref().or(namespace);
+            match host_name(host) {
+                HostName::Service {
+                    namespace: ns,
+                    name,
+                } => match ns.as_deref().or(namespace) {
+                    Some(ns) => service_end(c, ns, &name, *port, &mut reached).await,
+                    None => c.skip(
+                        Capability::ObjectGet,
+                        format!("host `{host}` names no namespace and the alert none either"),
+                    ),
+                },
+                HostName::ServicePod {
+                    namespace,
+                    service,
+                    pod,
+                } => {
+                    reached.names.push(service);
+                    reached.pods.push(PodInfo {
+                        name: pod,
+                        namespace: Some(namespace),
+                        ..PodInfo::default()
+                    });
+                }
+                HostName::Address(ip) => match namespace {
+                    Some(ns) => address(c, ns, &ip, *port, &mut reached).await,
+                    None => c.skip(
+                        Capability::ObjectList,
+                        format!("address `{ip}`: the alert names no namespace to look in"),
+                    ),
+                },
+                HostName::External => c.skip(
+                    Capability::ObjectGet,
+                    format!(
+                        "host `{host}` is outside the cluster: its side cannot be read here \
+                         (its status page, its owner)"
+                    ),
+                ),
+            }
+        }
+        Lead::Node { name } => reached.nodes.push(name.clone()),
+        Lead::NodesTainted { key } => {
+            let listed = c
+                .fetch(
+                    CapabilityRequest::ObjectList {
+                        namespace: None,
+                        kind: "Node".into(),
+                        label_selector: None,
+                    },
+                    format!("which nodes carry taint `{key}`"),
+                )
+                .await;
+            let tainted = listed
+                .as_deref()
+                .map(|text| nodes_tainted(text, key))
+                .unwrap_or_default();
+            reached.nodes.extend(tainted.into_iter().take(MAX_TAINTED));
+        }
+        Lead::Pod { namespace, name } => reached.pods.push(PodInfo {
+            name: name.clone(),
+            namespace: Some(namespace.clone()),
+            ..PodInfo::default()
+        }),
+    }
+    reached
+}
+
+/// A Service's side: the Service (its selector and ports), its Endpoints, its pods.
+async fn service_end<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+    port: Option<u16>,
+    reached: &mut Reached,
+) {
+    let port_words = port.map_or(String::new(), |p| format!(" (port {p})"));
+    let described = c
+        .fetch(
+            CapabilityRequest::ObjectGet {
+                namespace: Some(namespace.to_string()),
+                kind: "Service".into(),
+                name: name.to_string(),
+            },
+            format!("the other end of the failing calls: Service `{name}`{port_words}, its selector and ports"),
+        )
+        .await;
+    let Some(selector) = described.as_deref().and_then(selector_of) else {
+        return;
+    };
+    reached.names.push(name.to_string());
+    c.fetch(
+        CapabilityRequest::ObjectGet {
+            namespace: Some(namespace.to_string()),
+            kind: "Endpoints".into(),
+            name: name.to_string(),
+        },
+        format!("which pods back Service `{name}` now, on which ports"),
+    )
+    .await;
+    let listed = c
+        .fetch(
+            CapabilityRequest::PodList {
+                namespace: namespace.to_string(),
+                label_selector: Some(selector.clone()),
+            },
+            format!("the pods behind Service `{name}` (`{selector}`)"),
+        )
+        .await;
+    let mut pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+    rank_pods(&mut pods);
+    reached.pods.extend(pods.into_iter().take(1));
+}
+
+/// An address: the Service whose cluster IP it is, else the pod whose IP it is.
+async fn address<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    ip: &str,
+    port: Option<u16>,
+    reached: &mut Reached,
+) {
+    let services = c
+        .fetch(
+            CapabilityRequest::ObjectList {
+                namespace: Some(namespace.to_string()),
+                kind: "Service".into(),
+                label_selector: None,
+            },
+            format!("which Service has cluster IP `{ip}`"),
+        )
+        .await;
+    if let Some(service) = services
+        .as_deref()
+        .and_then(|text| service_with_ip(text, ip))
+    {
+        service_end(c, namespace, &service, port, reached).await;
+        return;
+    }
+    let pods = c
+        .fetch(
+            CapabilityRequest::PodList {
+                namespace: namespace.to_string(),
+                label_selector: None,
+            },
+            format!("no Service has cluster IP `{ip}`: which pod has it"),
+        )
+        .await;
+    match pods
+        .as_deref()
+        .map(pods_in_list)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.ip.as_deref() == Some(ip))
+    {
+        Some(pod) => reached.pods.push(pod),
+        None => c.skip(
+            Capability::PodList,
+            format!("no Service or pod in `{namespace}` has address `{ip}`"),
+        ),
+    }
+}
+
+/// The name of the Service in a list whose cluster IP is `ip`.
+pub fn service_with_ip(text: &str, ip: &str) -> Option<String> {
+    kube::objects(text).into_iter().find_map(|service| {
+        let ips = [
+            kube::str_at(&service, "/spec/clusterIP"),
+            service
+                .pointer("/spec/clusterIPs")
+                .and_then(Value::as_array)
+                .and_then(|ips| ips.iter().find_map(Value::as_str)),
+        ];
+        ips.contains(&Some(ip))
+            .then(|| kube::str_at(&service, "/metadata/name").map(str::to_string))
+            .flatten()
+    })
+}
+
+/// The names of the nodes in a list that carry a taint with `key`.
+pub fn nodes_tainted(text: &str, key: &str) -> Vec<String> {
+    kube::objects(text)
+        .into_iter()
+        .filter(|node| {
+            node.pointer("/spec/taints")
+                .and_then(Value::as_array)
+                .is_some_and(|taints| taints.iter().any(|t| kube::str_at(t, "/key") == Some(key)))
+        })
+        .filter_map(|node| kube::str_at(&node, "/metadata/name").map(str::to_string))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
