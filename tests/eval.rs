@@ -29,29 +29,24 @@ const EXPECT_FAIL: &[&str] = &[
     "hpa-maxed-consequence-of-db-lock",
     "stale-oom-restart-days-ago-redis-maxmemory",
     "unrelated-deploy-elasticsearch-flood-stage",
-    "latency-upstream-fx-provider-startup-noise",
     // The node is read only when pods pending, evicted or not ready point at it, or several
-    // failing pods share it; here one replacement pod's blip or an old revision's failure does
-    // not, and no detector reads a node's memory-pressure history or clock skew.
+    // failing pods share it; here an old revision's failure does not, and no detector reads a
+    // node's clock skew. The eviction case names the node under memory pressure, but its next
+    // steps still tune the probe (`initialDelaySeconds`), which the evidence contradicts.
     "readiness-blip-on-replacement-after-memory-eviction",
     "old-failed-revision-herring-node-clock-skew",
     // Where extra load comes from (a Job inside the cluster) is not looked for.
     "hpa-maxed-consequence-of-export-job-load",
-    // The DaemonSet's own pods' logs are not the ones read.
+    // The DaemonSet's own pods are read now (the alert's text names them) and Loki's 429 is
+    // found, but a failing output is not a service-level alert, so repeats do not verify it.
     "daemonset-loki-429-sandbox-dns-noise",
-    // The headline is right (a leak); the revision the climb began with is not named.
-    "oomkilled-end-of-steady-leak-not-limit",
     // Recovered, but not recognisable: the alert carries no expression to re-run (a
-    // description only, a `Trigger:` line), or a DaemonSet has no condition dating its recovery.
+    // description only), or a DaemonSet has no condition dating its recovery.
     "recovered-daemonset-new-node-sandbox-warning",
     "recovered-latency-blip-hikari-warning",
-    "recovered-replication-lag-max-wal-size-hint",
-    // The alert (a Cronitor webhook) names no Kubernetes object to start from.
-    "cronjob-exit-143-active-deadline",
     // Scenarios written for issue 22 from the evidence alone, not yet answered: each asks or
     // answers in part (the other end of a dependency, a node or revision the failing pods
     // share, a spec field, a subject outside the cluster, a quieter error line).
-    "checkout-web-p90-slow-taxwise-api-traces-only",
     "clickhouse-readonly-replicas-zookeeper-volume-full",
     "cronjob-crm-sync-hubspot-429-invalid-email-noise",
     "cronjob-invoice-dunning-suspended-healthchecks-yesterday-retry",
@@ -63,11 +58,8 @@ const EXPECT_FAIL: &[&str] = &[
     "deployment-docs-portal-git-sync-init-publickey-search-rollout",
     "deployment-pdf-renderer-ephemeral-storage-limit-evictions-chromium-noise",
     "dynamodb-carts-write-throttling-ttl-backfill-job",
-    "efs-mount-timeout-only-in-one-zone",
     "envoy-pending-overflow-quote-api-fx-stacktrace-noise",
-    "fx-settlement-refused-rates-engine-listens-9090",
     "hpa-checkout-web-min-equals-max-evening-peak-maxlisteners-noise",
-    "memory-trend-began-with-5-2-0-not-latest-revision",
     "nginx-worker-connections-exhausted-scanner-404-noise",
     "node-conntrack-table-full-shared-node-timeouts",
     "otel-agent-x509-gateway-cert-from-rekeyed-ca",
@@ -75,19 +67,22 @@ const EXPECT_FAIL: &[&str] = &[
     "probe-path-changed-actuator-404-rollout-stuck",
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
     "rds-claims-prod-cpu-credits-exhausted",
-    "recovered-invoice-mailer-backlog-unrelated-rollout",
     "recovered-nats-spot-reclaim-multiattach-warning",
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
-    "recovered-vector-agent-cpu-throttle-log-burst-loki-400-noise",
+    "recovered-tiles-api-memory-prewarm-oom-days-ago",
     "rightsizing-cpu-limit-cut-throttling-canary",
     "sidecar-cloud-sql-proxy-403-invoice-api-neighbour-crashloop",
-    "sloth-vault-slo-burn-sealed-after-node-upgrade",
     "sms-notifier-twilio-429-invalid-number-noise",
     "sqs-order-events-backlog-consumer-kms-access-denied",
     "statefulset-cassandra-offheap-over-memory-limit-tombstone-warnings",
     "statefulset-es-new-ami-nodes-max-map-count",
     "statefulset-zookeeper-runasuser-change-permission-denied",
     "wallet-api-redis-misconf-bgsave-volume-full",
+    // Back from lab/open: the headline names where the failing pods run (the node they share,
+    // the node group only they run on) against their healthy siblings, but not what is wrong
+    // there (the node's Xid 79 journal lines, the JVM sizing its heap from a cgroup v2 host).
+    "job-gpu-xid79-fallen-off-bus-one-node",
+    "jvm8-oomkilled-only-on-cgroupv2-nodes",
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

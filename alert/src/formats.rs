@@ -75,6 +75,14 @@ static EXPRESSION_LINE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("static regex")
 });
+/// `Trigger:` / `Condition:` followed by a PromQL selector with label matchers.
+static TRIGGER_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)^\s*[-•]?\s*[*_`]*(?:trigger|condition)[*_`]*\s*:[*_]*\s*([A-Za-z_:][A-Za-z0-9_:]*\{[^}]*=\s*"[^}]*\}.*?)\s*$"#)
+        .expect("static regex")
+});
+/// A trailing `for 5m` (how long the condition must hold) is not PromQL.
+static FOR_CLAUSE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\s+for\s+\d+[smhd]\s*$").expect("static regex"));
 static STARTS_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*[-•]?\s*[*_]*(?:starts?(?:ed)?(?:[ _]?at)?|start[ _]time|fired[ _]at|firing[ _]since|active[ _]since)[*_]*\s*:[*_]*\s*(.+?)\s*$")
         .expect("static regex")
@@ -191,6 +199,14 @@ pub fn extract_fields(text: &str) -> ExtractedFields {
             set_once(&mut out.expression, &strip_decoration(&caps[1]));
             continue;
         }
+        // `Trigger: metric{pod="x"} > 5 for 5m` (Zabbix-style and hand-written webhooks): the
+        // expression, and the selector's labels are the alert's.
+        if let Some(caps) = TRIGGER_LINE.captures(line) {
+            let expression = FOR_CLAUSE.replace(caps[1].trim(), "");
+            set_once(&mut out.expression, &strip_decoration(&expression));
+            read_label_set(line, &mut out.labels);
+            continue;
+        }
         if let Some(caps) = STARTS_LINE.captures(line) {
             if out.starts_at.is_none() {
                 out.starts_at = parse_timestamp(&caps[1]);
@@ -231,11 +247,12 @@ pub fn extract_fields(text: &str) -> ExtractedFields {
         }
     }
 
-    if let Some(severity) = out.labels.get("severity") {
+    crate::prose::read_subjects(&text, &mut out.labels);
+    if let Some(severity) = label_in(&out.labels, "severity") {
         let severity = severity.clone();
         set_once(&mut out.severity, &severity);
     }
-    if let Some(name) = out.labels.get("alertname") {
+    if let Some(name) = label_in(&out.labels, "alertname") {
         // A label is more reliable than a title word (titles may be "[FIRING:2] Pod …").
         out.alertname = Some(name.clone());
     }
@@ -254,7 +271,10 @@ pub fn extract_fields(text: &str) -> ExtractedFields {
 
 /// Routes one `key: value` pair to the field it names.
 fn record_key_value(out: &mut ExtractedFields, raw_key: &str, raw_value: &str, section: Section) {
-    let key = raw_key.trim().to_ascii_lowercase().replace([' ', '-'], "_");
+    // Label names keep their case (Prometheus compares them exactly:
+    // `dimension_QueueName`); the keys this reads are matched in any case.
+    let label = raw_key.trim().replace([' ', '-'], "_");
+    let key = label.to_ascii_lowercase();
     let value = strip_decoration(raw_value);
     if value.is_empty() {
         return;
@@ -277,8 +297,8 @@ fn record_key_value(out: &mut ExtractedFields, raw_key: &str, raw_value: &str, s
     }
     if ANNOTATION_KEYS.contains(&key.as_str()) || section == Section::Annotations {
         insert_once(&mut out.annotations, &key, value);
-    } else if is_label_name(&key) {
-        insert_once(&mut out.labels, &key, value);
+    } else if is_label_name(&label) {
+        insert_once(&mut out.labels, &label, value);
     }
 }
 
@@ -329,6 +349,16 @@ fn set_once(slot: &mut Option<String>, value: &str) {
     if slot.is_none() && !value.is_empty() {
         *slot = Some(value.to_string());
     }
+}
+
+/// A label by name in any case (`Severity`, `severity`).
+pub(crate) fn label_in<'a>(labels: &'a BTreeMap<String, String>, key: &str) -> Option<&'a String> {
+    labels.get(key).or_else(|| {
+        labels
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
 }
 
 fn insert_once(map: &mut BTreeMap<String, String>, key: &str, value: String) {

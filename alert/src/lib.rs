@@ -20,6 +20,7 @@
 pub mod attachments;
 mod formats;
 pub mod holmes;
+mod prose;
 pub mod timeparse;
 pub mod title;
 pub mod workload;
@@ -193,6 +194,7 @@ impl AlertTarget {
             "svc",
             "k8s_service_name",
             "app_service",
+            "sloth_service",
         ]);
 
         fill(&mut self.alertname, alertname);
@@ -228,6 +230,15 @@ impl AlertTarget {
         let from_exporter = !about_the_target
             && (self.job.as_deref().is_some_and(exporter)
                 || service.as_deref().is_some_and(exporter));
+        // The exporter's own container label (`container="kube-state-metrics"`) names no
+        // container of the target's pod.
+        if self.container.as_deref().is_some_and(exporter) {
+            self.notes.push(
+                "ignored the `container` label: it names the metrics exporter, not the target"
+                    .to_string(),
+            );
+            self.container = None;
+        }
         if from_exporter {
             if service.is_some() {
                 self.notes.push(
@@ -374,7 +385,7 @@ pub fn parse_alert(text: &str) -> AlertTarget {
 
 fn first_value(map: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
     keys.iter()
-        .find_map(|key| map.get(*key))
+        .find_map(|key| formats::label_in(map, key))
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
 }

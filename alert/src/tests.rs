@@ -401,3 +401,51 @@ fn an_alert_only_in_attachments_parses_like_text() {
     assert_eq!(t.namespace.as_deref(), Some("shop"));
     assert_eq!(t.service.as_deref(), Some("checkout"));
 }
+
+#[test]
+fn an_exporters_container_label_is_not_the_targets_container() {
+    let t = parse_alert(
+        "[FIRING:1] KubeJobNotCompleted\n• *namespace:* `geo`\n• *job_name:* `tile-rollup-1`\n• *container:* `kube-state-metrics`\n• *job:* `kube-state-metrics`",
+    );
+    assert_eq!(t.container, None);
+    assert!(
+        t.notes.iter().any(|n| n.contains("`container` label")),
+        "{:?}",
+        t.notes
+    );
+}
+
+#[test]
+fn a_trigger_line_carries_the_expression_and_its_labels() {
+    let t = parse_alert(
+        "PROBLEM: PostgreSQL replication lag on ledger-pg-1 is 1.31 GB (> 512 MB)\nHost: ledger-pg-1 (namespace accounting, cluster prod-eu-1) | Severity: High\nTrigger: pg_replication_lag_bytes{pod=\"ledger-pg-1\"} > 536870912 for 5m",
+    );
+    assert_eq!(
+        t.expression.as_deref(),
+        Some("pg_replication_lag_bytes{pod=\"ledger-pg-1\"} > 536870912")
+    );
+    assert_eq!(t.pod.as_deref(), Some("ledger-pg-1"));
+    assert_eq!(t.namespace.as_deref(), Some("accounting"));
+}
+
+#[test]
+fn a_datadog_monitor_names_its_service_and_namespace_in_tags() {
+    let t = parse_alert(
+        "[Triggered] fx-quote-api p99 latency above 2s\np99 latency of service:fx-quote-api (env:prod, kube_namespace:treasury, kube_cluster:prod-eu-1) was 2.84s over the last 10m (threshold 2s, warn 1s).\nMonitor #88121204 - triggered at 2025-01-01T00:00:00Z - notify @slack-treasury-oncall",
+    );
+    assert_eq!(t.namespace.as_deref(), Some("treasury"), "{t:#?}");
+    assert_eq!(t.service.as_deref(), Some("fx-quote-api"));
+}
+
+#[test]
+fn label_names_keep_their_case_and_known_keys_are_read_in_any_case() {
+    let t = parse_alert(
+        "[FIRING:1] SQSOldestMessageAgeHigh\n*Details:*\n  • *dimension_QueueName:* `order-events`\n  • *Namespace:* `fulfilment`\n  • *severity:* `warning`",
+    );
+    assert_eq!(
+        t.labels.get("dimension_QueueName").map(String::as_str),
+        Some("order-events")
+    );
+    assert_eq!(t.namespace.as_deref(), Some("fulfilment"));
+    assert_eq!(t.severity.as_deref(), Some("warning"));
+}

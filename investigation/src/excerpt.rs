@@ -1,9 +1,9 @@
 //! Evidence excerpts: bounded text cut from a (redacted) tool result.
 //!
 //! A pod log can be megabytes; the excerpt is what gets stored, cited and shown, so it must be
-//! small (≤ 3,500 characters each by default) and must keep what matters: error
-//! lines with a little context, and the end of the text, where a crashing process writes its
-//! last words. Omitted stretches are marked `… [N lines omitted] …` so a reader knows the
+//! small (≤ 3,500 characters each by default, twice that for a list of Kubernetes objects) and
+//! must keep what matters: error lines with a little context, and the end of the text, where a
+//! crashing process writes its last words. Omitted stretches are marked `… [N lines omitted] …` so a reader knows the
 //! excerpt is not the whole story.
 //!
 //! [`RoundBudget`] caps the total per round (≤ 40,000 characters by default): later excerpts
@@ -17,10 +17,15 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+mod objects;
+
 /// Longest excerpt there is: the `evidence.excerpt` column refuses longer ones.
-pub const MAX_EXCERPT_CHARS: usize = 3_500;
+pub const MAX_EXCERPT_CHARS: usize = 7_000;
 /// Default maximum characters per excerpt.
-pub const DEFAULT_EXCERPT_CHARS: usize = MAX_EXCERPT_CHARS;
+pub const DEFAULT_EXCERPT_CHARS: usize = 3_500;
+/// A list of Kubernetes objects may take this many times the per-excerpt limit (up to
+/// [`MAX_EXCERPT_CHARS`]): every item's identity is what lets pods be compared.
+const OBJECT_LIST_FACTOR: usize = 2;
 /// Default maximum characters of all excerpts in one round.
 pub const DEFAULT_ROUND_CHARS: usize = 40_000;
 /// Lines kept on each side of an error line.
@@ -92,18 +97,34 @@ pub fn excerpt(text: &str, max_chars: usize, context_lines: usize) -> String {
         .map(|line| shorten_line(line, longest_line))
         .collect();
 
+    // Kubernetes objects stay YAML: each kept line with the lines that open it, and a list's
+    // items' identities first.
+    let shape = objects::Shape::of(&lines);
+    let mut sets: Vec<Vec<usize>> = ranges_by_priority(&lines, context_lines)
+        .into_iter()
+        .map(|(start, end)| (start..end).collect())
+        .collect();
+    if let Some(shape) = &shape {
+        sets.splice(0..0, shape.identities());
+    }
     let mut chosen = vec![false; lines.len()];
     let mut any_chosen = false;
-    for (start, end) in ranges_by_priority(&lines, context_lines) {
+    for set in sets {
         let mut candidate = chosen.clone();
-        candidate[start..end].iter_mut().for_each(|c| *c = true);
-        if char_len(&render(&lines, &candidate)) <= max_chars {
+        for i in set {
+            candidate[i] = true;
+        }
+        if let Some(shape) = &shape {
+            shape.close(&mut candidate);
+            objects::fill_small_gaps(&lines, &mut candidate);
+        }
+        if char_len(&render(&lines, &candidate, shape.is_some())) <= max_chars {
             chosen = candidate;
             any_chosen = true;
         }
     }
     if any_chosen {
-        return render(&lines, &chosen);
+        return render(&lines, &chosen, shape.is_some());
     }
     truncate_chars(text, max_chars)
 }
@@ -267,13 +288,21 @@ fn ranges_by_priority(lines: &[String], context_lines: usize) -> Vec<(usize, usi
     ranges
 }
 
-fn render(lines: &[String], chosen: &[bool]) -> String {
+/// The chosen lines, each omitted stretch marked; as YAML comments when `yaml`.
+fn render(lines: &[String], chosen: &[bool], yaml: bool) -> String {
+    let marker = |n: usize| {
+        if yaml {
+            objects::comment_marker(n)
+        } else {
+            omitted_marker(n)
+        }
+    };
     let mut parts: Vec<String> = Vec::new();
     let mut omitted = 0usize;
     for (line, keep) in lines.iter().zip(chosen) {
         if *keep {
             if omitted > 0 {
-                parts.push(omitted_marker(omitted));
+                parts.push(marker(omitted));
                 omitted = 0;
             }
             parts.push(line.clone());
@@ -282,7 +311,7 @@ fn render(lines: &[String], chosen: &[bool]) -> String {
         }
     }
     if omitted > 0 {
-        parts.push(omitted_marker(omitted));
+        parts.push(marker(omitted));
     }
     parts.join("\n")
 }
@@ -346,7 +375,12 @@ impl RoundBudget {
     /// Excerpts `text` within what is left and charges the budget. When too little is left to
     /// say anything useful, returns a marker saying the text was omitted (not charged).
     pub fn excerpt(&mut self, text: &str) -> String {
-        let allowance = self.limits.per_excerpt_chars.min(self.remaining());
+        let per_excerpt = if objects::is_object_list(text) {
+            (self.limits.per_excerpt_chars * OBJECT_LIST_FACTOR).min(MAX_EXCERPT_CHARS)
+        } else {
+            self.limits.per_excerpt_chars
+        };
+        let allowance = per_excerpt.min(self.remaining());
         if allowance < MIN_USEFUL_CHARS.min(char_len(text).max(1)) {
             return format!(
                 "… [{} lines omitted: round evidence budget spent] …",

@@ -391,7 +391,16 @@ fn pod_from_object(pod: &Value) -> Option<PodInfo> {
         .filter_map(|v| str_at(v, "/persistentVolumeClaim/claimName").map(str::to_string))
         .collect();
     let ready_condition = conditions_of(pod).into_iter().find(|c| c.kind == "Ready");
-    let ready = ready_condition.as_ref().map(|c| c.status == "True");
+    // Without its Ready condition (an excerpt may keep only the containers'), a pod is ready
+    // when every app container is.
+    let app_containers: Vec<&ContainerInfo> = containers.iter().filter(|c| !c.init).collect();
+    let ready = ready_condition
+        .as_ref()
+        .map(|c| c.status == "True")
+        .or_else(|| {
+            (!app_containers.is_empty() && pod.pointer("/status/containerStatuses").is_some())
+                .then(|| app_containers.iter().all(|c| c.ready))
+        });
     let ready_reason = ready_condition.and_then(|c| c.reason);
     let owner = pod
         .pointer("/metadata/ownerReferences")

@@ -396,3 +396,245 @@ async fn kubernetes_mcp_server_as_a_stdio_child() {
     );
     api.shutdown().await;
 }
+
+/// A dependency a client's log names, and where following it should end.
+struct DependencyLead {
+    scenario: &'static str,
+    /// The host as the lead names it (`host `…:port``).
+    host: &'static str,
+    namespace: &'static str,
+    /// The Service read on the way (host → Service → Endpoints → pods by selector), when the
+    /// host's shape goes through one; `None` for a headless Service's pod name, which names the
+    /// pod itself.
+    service: Option<&'static str>,
+    /// The dependency's pod the lead ends at.
+    pod: &'static str,
+    /// Text only that pod's description or log holds.
+    pod_says: &'static str,
+    /// Whether the dependency is the incident's cause: then the headline names it and the
+    /// scenario's `expect` is met with Kubernetes alone. (catalog-db is up and answers the
+    /// healthy pods; the cause is the client node's conntrack table, in its kernel journal,
+    /// which needs a log store this run has not.)
+    is_cause: bool,
+}
+
+const DEPENDENCY_LEADS: &[DependencyLead] = &[
+    // `READONLY …` from `session-redis-0.session-redis-headless.shop.svc.cluster.local:6379`:
+    // one pod of a headless Service, read directly.
+    DependencyLead {
+        scenario: "unrelated-deploy-redis-failover-readonly",
+        host: "session-redis-0.session-redis-headless.shop.svc.cluster.local:6379",
+        namespace: "shop",
+        service: None,
+        pod: "session-redis-0",
+        pod_says: "MASTER <-> REPLICA sync",
+        is_cause: true,
+    },
+    // `dial tcp 10.96.44.12:5432: i/o timeout`: Service catalog-db's cluster IP, so the
+    // Services are listed, then catalog-db, its Endpoints and its pods by selector.
+    DependencyLead {
+        scenario: "node-conntrack-table-full-shared-node-timeouts",
+        host: "10.96.44.12:5432",
+        namespace: "catalog",
+        service: Some("catalog-db"),
+        pod: "catalog-db-0",
+        pod_says: "password authentication failed for user \"metabase\"",
+        is_cause: false,
+    },
+];
+
+/// A client's failing calls name a dependency; the lead is followed end to end through the real
+/// kubernetes-mcp-server: the plan's lead steps, the fake API's requests for the dependency's
+/// Service and pod, its description and log in the evidence, and the same headline as through
+/// the lab's own MCP server (with the same Kubernetes tools, so only the server differs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependency_lead_followed_through_the_real_kubernetes_mcp_server() {
+    use firstline_investigation::plan::{StepOutcome, describe_request, render_plan};
+    use firstline_investigation::tools::CapabilityRequest;
+    let tools = tools();
+    for case in DEPENDENCY_LEADS {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let scenario = Scenario::load(&repo_root().join("lab/scenarios").join(case.scenario))
+            .unwrap_or_else(|e| panic!("{}: {e}", case.scenario));
+        let work = async {
+            let lab =
+                firstline_lab::serve_http(scenario.clone(), SocketAddr::from(([127, 0, 0, 1], 0)))
+                    .await
+                    .expect("the lab MCP server listens");
+            let via_lab = investigate(
+                &scenario,
+                vec![server("k8s", &lab.mcp_url(), "kubernetes-mcp-server")],
+            )
+            .await;
+            lab.shutdown().await;
+            let kube = kube(&tools, &scenario, dir.path()).await;
+            let outcome = investigate(
+                &scenario,
+                vec![server("k8s", &kube.mcp.url, "kubernetes-mcp-server")],
+            )
+            .await;
+            (kube, via_lab, outcome)
+        };
+        let (kube, via_lab, outcome) = tokio::time::timeout(ROUND_LIMIT, work)
+            .await
+            .expect("the rounds finished in time");
+        let requests = kube.api.requests();
+        let plan = &outcome.state.plan;
+        eprintln!(
+            "=== {} ===\n{}\n--- plan ---\n{}--- Kubernetes API requests ---\n{}",
+            case.scenario,
+            outcome.text,
+            render_plan(plan),
+            requests.join("\n")
+        );
+
+        // (a) The plan follows a lead naming the dependency, and every step of it was sent (or
+        // had been, earlier in the round).
+        let named = format!("host `{}`", case.host);
+        let lead_steps: Vec<_> = plan
+            .iter()
+            .filter(|s| s.lead.as_deref().is_some_and(|l| l.starts_with(&named)))
+            .collect();
+        let asked: Vec<String> = lead_steps
+            .iter()
+            .map(|s| describe_request(&s.request))
+            .collect();
+        assert!(
+            lead_steps
+                .iter()
+                .all(|s| s.outcome.called() || s.outcome == StepOutcome::Repeated),
+            "{}: {named}: {:#?}",
+            case.scenario,
+            lead_steps
+        );
+        let ns = case.namespace;
+        let pod = case.pod;
+        let mut wanted = vec![format!("describe pod {ns}/{pod}")];
+        if let Some(service) = case.service {
+            wanted.extend([
+                format!("get Service {ns}/{service}"),
+                format!("get Endpoints {ns}/{service}"),
+            ]);
+        }
+        for want in &wanted {
+            assert!(
+                asked.contains(want),
+                "{}: `{want}` not among the steps for {named}: {asked:#?}",
+                case.scenario
+            );
+        }
+        assert!(
+            lead_steps.iter().any(|s| matches!(
+                &s.request,
+                CapabilityRequest::PodLogs { namespace, pod: p, .. } if namespace == ns && p == pod
+            )),
+            "{}: no log of {pod} for {named}: {asked:#?}",
+            case.scenario
+        );
+        if case.service.is_some() {
+            assert!(
+                lead_steps.iter().any(|s| matches!(
+                    &s.request,
+                    CapabilityRequest::PodList { namespace, label_selector: Some(_) } if namespace == ns
+                )),
+                "{}: the Service's pods were not listed by its selector: {asked:#?}",
+                case.scenario
+            );
+        }
+
+        // (b) Those steps reached the real server: it asked the fake API for the dependency.
+        let pod_path = format!("/api/v1/namespaces/{ns}/pods/{pod}");
+        assert!(
+            requests.iter().any(|r| r == &format!("GET {pod_path}")),
+            "{}: {requests:#?}",
+            case.scenario
+        );
+        assert!(
+            requests
+                .iter()
+                .any(|r| r.starts_with(&format!("GET {pod_path}/log?"))),
+            "{}: {requests:#?}",
+            case.scenario
+        );
+        if let Some(service) = case.service {
+            for path in [
+                format!("GET /api/v1/namespaces/{ns}/services/{service}"),
+                format!("GET /api/v1/namespaces/{ns}/endpoints/{service}"),
+            ] {
+                assert!(
+                    requests.contains(&path),
+                    "{}: {path} not requested: {requests:#?}",
+                    case.scenario
+                );
+            }
+            assert!(
+                requests.iter().any(|r| r
+                    .starts_with(&format!("GET /api/v1/namespaces/{ns}/pods?labelSelector="))
+                    && r.contains(&format!("app%3D{service}"))),
+                "{}: {requests:#?}",
+                case.scenario
+            );
+        }
+
+        // (c) The dependency pod's description and log, from the real server, are evidence
+        // read for the lead.
+        let lead_evidence: Vec<_> = lead_steps
+            .iter()
+            .filter_map(|s| match s.outcome {
+                StepOutcome::Evidence(id) => outcome.state.evidence.iter().find(|e| e.id == id),
+                _ => None,
+            })
+            .filter(|e| e.server == "k8s" && e.args["name"] == pod)
+            .collect();
+        for tool in ["pods_get", "pods_log"] {
+            assert!(
+                lead_evidence.iter().any(|e| e.tool == tool),
+                "{}: no {tool} of {pod} among the lead's evidence",
+                case.scenario
+            );
+        }
+        assert!(
+            lead_evidence
+                .iter()
+                .any(|e| e.excerpt.contains(case.pod_says)),
+            "{}: no evidence of {pod} says `{}`:\n{}",
+            case.scenario,
+            case.pod_says,
+            lead_evidence
+                .iter()
+                .map(|e| format!("--- {} {} ---\n{}", e.id, e.tool, e.excerpt))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+
+        // (d) The headline is the lab's, and names the dependency when it is the cause.
+        let first = outcome.text.lines().next().unwrap_or_default();
+        let lab_first = via_lab.text.lines().next().unwrap_or_default();
+        assert_eq!(
+            first, lab_first,
+            "{}: real server vs lab MCP server",
+            case.scenario
+        );
+        if case.is_cause {
+            assert!(first.contains(case.host), "{}: {first}", case.scenario);
+        }
+        // The lab followed the same lead with the same requests.
+        let lab_asked: Vec<String> = via_lab
+            .state
+            .plan
+            .iter()
+            .filter(|s| s.lead.as_deref().is_some_and(|l| l.starts_with(&named)))
+            .map(|s| describe_request(&s.request))
+            .collect();
+        assert_eq!(
+            asked, lab_asked,
+            "{}: real vs lab lead steps",
+            case.scenario
+        );
+        if case.is_cause {
+            assert_expected(&scenario, &outcome);
+        }
+        kube.api.shutdown().await;
+        drop(kube.mcp);
+    }
+}

@@ -35,7 +35,7 @@ use super::{
 use crate::evidence::{Capability, Evidence};
 use firstline_alert::timeparse::find_timestamps;
 
-static REVISION: LazyLock<Regex> = regex!(r#"(?i)revision"?\s*[:=]?\s*"?(\d+)\b"#);
+static REVISION: LazyLock<Regex> = regex!(r#"(?i)revision["']?\s*[:=]?\s*["']?(\d+)\b"#);
 static IMAGE: LazyLock<Regex> = regex!(r#"(?i)\bimage"?\s*[:=]\s*"?([A-Za-z0-9][^\s"',]*)"#);
 static SCALED: LazyLock<Regex> =
     regex!(r"(?i)Scaled (up|down) replica set \S+ to (\d+)(?: from (\d+))?");
@@ -424,6 +424,45 @@ fn scaling(
         .dated(Some(first_at))
         .citing(refs),
     )
+}
+
+/// One revision of a workload as its rollout history shows it.
+pub(super) struct Revision<'a> {
+    pub evidence: &'a Evidence,
+    pub revision: Option<String>,
+    pub image: Option<String>,
+    pub at: DateTime<Utc>,
+    /// The line its time was read from, verbatim.
+    pub time_line: &'a str,
+}
+
+/// Every revision the round's rollout histories show, oldest first.
+pub(super) fn revisions<'a>(round: &'a Round<'a>) -> Vec<Revision<'a>> {
+    let mut out = Vec::new();
+    for item in round.of(Capability::DeployHistory) {
+        let lines: Vec<&str> = item.excerpt.lines().collect();
+        for (start, end) in records(&lines) {
+            let record = &lines[start..end];
+            let Some((time_index, at)) = record_time(record) else {
+                continue;
+            };
+            out.push(Revision {
+                evidence: item,
+                revision: record
+                    .iter()
+                    .find_map(|l| REVISION.captures(l))
+                    .map(|c| c[1].to_string()),
+                image: record
+                    .iter()
+                    .find_map(|l| IMAGE.captures(l))
+                    .map(|c| c[1].to_string()),
+                at,
+                time_line: record[time_index],
+            });
+        }
+    }
+    out.sort_by_key(|r| r.at);
+    out
 }
 
 /// Ranges of lines forming one record: a YAML list item at the shallowest list indentation, a

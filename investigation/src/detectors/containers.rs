@@ -44,6 +44,16 @@ static STRONG_CRASH_LINE: LazyLock<Regex> =
     regex!(r"^\s*(panic:|fatal error:|Exception in thread|FATAL\b)");
 static EXCEPTION_LINE: LazyLock<Regex> =
     regex!(r"^\s*(?:[A-Za-z_][\w$]*\.)*[A-Z]\w*(?:Error|Exception)(?: \(|: )\S");
+/// A line that sums up a failure that was retried.
+static RETRY_SUMMARY: LazyLock<Regex> = regex!(
+    r"(?i)\bafter \d+ (?:retries|attempts|tries)\b|\bretries exhausted\b|\bmax(?:imum)? retries\b|\bgiving up\b"
+);
+/// A failure with a status or a class, as a retried call logs it.
+static RETRIED_FAILURE: LazyLock<Regex> = regex!(
+    r"(?i)\b(?:HTTP|status(?: code)?)[ =:/]*[45]\d\d\b|\btoo many requests\b|\brate[ _-]?limit|\bthrottl|\btimed? ?out\b|\bconnection (?:refused|reset)|\bunavailable\b|\baccess denied\b|\bforbidden\b|\bunauthori[sz]ed\b"
+);
+/// How far back from a retry summary the retried failure is looked for.
+const RETRY_LOOKBACK: usize = 50;
 /// The line that ends a Python traceback: the exception raised, unindented.
 static PYTHON_RAISED: LazyLock<Regex> = regex!(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \S");
 /// A line that announces an error without saying what it is: the next line says.
@@ -817,6 +827,28 @@ impl<'a> Scan<'a> {
 /// hide the error before it. Tool errors and injection text are never chosen. Returns the
 /// line's index among `lines`.
 pub(super) fn crash_line_index(lines: &[(usize, &str)]) -> Option<usize> {
+    let chosen = crash_line_candidate(lines)?;
+    Some(retried_failure(lines, chosen).unwrap_or(chosen))
+}
+
+/// When the crash line only sums up a retried failure (`batch 88 failed after 3 retries`,
+/// `giving up`), the failure that was retried says why: the last warning or error before it
+/// with a status or a failure class (`HTTP 429 …`), whatever the lines around it repeat.
+fn retried_failure(lines: &[(usize, &str)], summary: usize) -> Option<usize> {
+    use super::text::{LogLevel, log_level};
+    if !RETRY_SUMMARY.is_match(lines[summary].1) {
+        return None;
+    }
+    lines[summary.saturating_sub(RETRY_LOOKBACK)..summary]
+        .iter()
+        .rposition(|(_, l)| {
+            log_level(l).is_none_or(|level| level >= LogLevel::Warn) && RETRIED_FAILURE.is_match(l)
+        })
+        .map(|i| i + summary.saturating_sub(RETRY_LOOKBACK))
+}
+
+/// The crash line before a retried failure is looked for behind it.
+fn crash_line_candidate(lines: &[(usize, &str)]) -> Option<usize> {
     use super::text::{LogLevel, log_level};
     let says_something = |l: &str| !ONLY_EXITS.is_match(&message_of(l));
     let error_level = |l: &str| !below_error_level(l) && CRASH_LINE.is_match(l);

@@ -18,10 +18,13 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::lead::{Lead, split_endpoint};
+use super::lead::{
+    HostName, Lead, host_name, is_source_location, service_hosts, split_endpoint, worth_following,
+};
 use super::logscan::{LogScan, repeats};
 use super::text::{quote_deciding, quote_line};
-use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
+use super::{Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, cite};
+use crate::kube;
 
 static DEPENDENCY: LazyLock<Regex> = regex!(
     r"(?i)connection refused|connection reset|connection timed out|connect(?:ion)? timeout|i/o timeout|could not connect|couldn't connect|failed to connect|unable to connect|cannot connect|can't connect|no route to host|host is unreachable|network is unreachable|all host\(s\) tried|\bECONNREFUSED\b|\bETIMEDOUT\b|\bEHOSTUNREACH\b|server closed the connection unexpectedly|could not translate host name|\bconnectexception\b"
@@ -63,6 +66,11 @@ pub struct Dependency {
     pub count: usize,
     /// The last of them, quoted.
     pub says: String,
+    /// The Service the endpoint resolves to, when the round read it and its Endpoints list
+    /// ready addresses: the other end is up, so the failure lies between (the client's node,
+    /// the network, a policy), not in the dependency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_ready: Option<String>,
 }
 
 impl Dependency {
@@ -84,10 +92,25 @@ impl Payload for Dependency {
             failure: DependencyFailure::Connect,
             count: 3,
             says: "dial tcp 10.20.0.7:5432: connect: connection refused".into(),
+            peer_ready: None,
+        }
+    }
+
+    fn role(&self) -> Role {
+        if self.peer_ready.is_some() {
+            Role::Symptom
+        } else {
+            Self::SPEC.role
         }
     }
 
     fn title(&self) -> String {
+        if let Some(service) = &self.peer_ready {
+            return format!(
+                "Cannot connect to dependency {}, though Service `{service}` has ready endpoints",
+                self.name()
+            );
+        }
         let endpoint = self.name();
         match self.failure {
             DependencyFailure::DnsTimeout => format!("DNS lookups time out at {endpoint}"),
@@ -157,18 +180,22 @@ impl Payload for Dependency {
     }
 
     /// The other end of a connection that fails: the Service or pod the endpoint names.
+    /// The other end: the endpoint, and any Service the line names by its DNS name (a client
+    /// often logs both, `host=db.shop.svc … dial tcp 10.96.4.7:5432`).
     fn leads(&self) -> Vec<Lead> {
-        match (&self.failure, &self.endpoint) {
-            (DependencyFailure::Connect, Some(endpoint)) => {
-                let (host, port) = split_endpoint(endpoint);
-                vec![Lead::Host {
-                    host,
-                    port,
-                    namespace: None,
-                }]
-            }
-            _ => Vec::new(),
-        }
+        let (DependencyFailure::Connect, Some(endpoint)) = (&self.failure, &self.endpoint) else {
+            return Vec::new();
+        };
+        let named = service_hosts(&self.says);
+        std::iter::once(split_endpoint(endpoint))
+            .chain(named)
+            .filter(|(host, _)| worth_following(host))
+            .map(|(host, port)| Lead::Host {
+                host,
+                port,
+                namespace: None,
+            })
+            .collect()
     }
 }
 
@@ -179,10 +206,49 @@ fn is_dns(line: &str) -> bool {
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let connect_repeats = repeats(round.evidence, |l| DEPENDENCY.is_match(l) && !is_dns(l));
     let dns_repeats = repeats(round.evidence, is_dns);
-    LogScan::all(round, false)
+    let mut findings: Vec<Finding> = LogScan::all(round, false)
         .iter()
         .flat_map(|scan| dependency_errors(scan, connect_repeats, dns_repeats))
-        .collect()
+        .collect();
+    for finding in &mut findings {
+        if let Fact::Dependency(d) = &mut finding.fact
+            && d.failure == DependencyFailure::Connect
+        {
+            d.peer_ready = d.endpoint.as_deref().and_then(|e| ready_service(round, e));
+        }
+    }
+    findings
+}
+
+/// The Service an endpoint (`host:port`) resolves to — by cluster IP, or by the name its DNS
+/// name gives — when the round read it and its Endpoints list at least one ready address.
+fn ready_service(round: &Round<'_>, endpoint: &str) -> Option<String> {
+    let (host, _) = split_endpoint(endpoint);
+    let named = match host_name(&host) {
+        HostName::Service { name, .. } => Some(name),
+        _ => None,
+    };
+    let objects = round.parsed_objects();
+    let service = objects.iter().find_map(|(_, o)| {
+        (kube::str_at(o, "/kind") == Some("Service")).then_some(())?;
+        let name = kube::str_at(o, "/metadata/name")?;
+        let by_ip = kube::str_at(o, "/spec/clusterIP") == Some(host.as_str());
+        (by_ip || named.as_deref() == Some(name)).then(|| name.to_string())
+    })?;
+    let ready = objects.iter().any(|(_, o)| {
+        kube::str_at(o, "/kind") == Some("Endpoints")
+            && kube::str_at(o, "/metadata/name") == Some(service.as_str())
+            && o.pointer("/subsets")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|subsets| {
+                    subsets.iter().any(|s| {
+                        s.get("addresses")
+                            .and_then(serde_json::Value::as_array)
+                            .is_some_and(|a| !a.is_empty())
+                    })
+                })
+    });
+    ready.then_some(service)
 }
 
 /// Connection and DNS failures in one log, one finding per endpoint.
@@ -239,6 +305,7 @@ fn dependency_errors(
                     failure,
                     count,
                     says: quote.clone(),
+                    peer_ready: None,
                 },
                 confidence,
                 verified,
@@ -252,6 +319,7 @@ fn dependency_errors(
 fn last_endpoint(line: &str) -> Option<String> {
     ENDPOINT
         .captures_iter(line)
+        .filter(|c| !is_source_location(&c[1]))
         .map(|c| format!("{}:{}", &c[1], &c[2]))
         .last()
 }

@@ -59,6 +59,8 @@ pub enum HostName {
     },
     /// An IPv4 address: a Service's cluster IP or a pod's IP.
     Address(String),
+    /// The pod itself (`localhost`, `127.0.0.1`): a sidecar or the same container.
+    Loopback,
     /// A name outside the cluster (`api.fxprovider.example`).
     External,
 }
@@ -74,8 +76,15 @@ const TOP_LEVEL: &[&str] = &[
 /// external. A bare single label (`redis-master`) is a Service in the client's namespace.
 pub fn host_name(host: &str) -> HostName {
     let host = host.trim().trim_end_matches('.').to_ascii_lowercase();
-    if host.parse::<std::net::Ipv4Addr>().is_ok() {
-        return HostName::Address(host);
+    if host == "localhost" || host == "::1" {
+        return HostName::Loopback;
+    }
+    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
+        return if ip.is_loopback() {
+            HostName::Loopback
+        } else {
+            HostName::Address(host)
+        };
     }
     let labels: Vec<&str> = host.split('.').collect();
     let valid = |l: &&str| {
@@ -84,7 +93,7 @@ pub fn host_name(host: &str) -> HostName {
             && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
             && !l.starts_with('-')
     };
-    if labels.is_empty() || !labels.iter().all(valid) || host == "localhost" {
+    if labels.is_empty() || !labels.iter().all(valid) {
         return HostName::External;
     }
     // Strip the cluster suffix: `svc.cluster.local`, `svc.<domain>` or `svc`.
@@ -111,6 +120,39 @@ pub fn host_name(host: &str) -> HostName {
         },
         _ => HostName::External,
     }
+}
+
+/// In-cluster DNS names a line mentions (`orders-db.shop.svc.cluster.local:5432`), with their
+/// ports.
+pub fn service_hosts(text: &str) -> Vec<(String, Option<u16>)> {
+    static SERVICE_HOST: std::sync::LazyLock<regex::Regex> = regex!(
+        r"(?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+svc(?:\.cluster\.local)?)(?::(\d{2,5}))?\b"
+    );
+    SERVICE_HOST
+        .captures_iter(text)
+        .map(|c| {
+            (
+                c[1].to_ascii_lowercase(),
+                c.get(2).and_then(|p| p.as_str().parse().ok()),
+            )
+        })
+        .collect()
+}
+
+/// Whether a `name:number` is a source location a log line prints (`batch.go:96`,
+/// `views.py:212`), not a host and a port.
+pub fn is_source_location(host: &str) -> bool {
+    const SOURCE: &[&str] = &[
+        "go", "py", "java", "kt", "scala", "rs", "js", "ts", "mjs", "rb", "php", "c", "cc", "cpp",
+        "h", "hpp", "cs", "ex", "exs", "erl", "swift",
+    ];
+    host.rsplit_once('.')
+        .is_some_and(|(_, ext)| SOURCE.contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+/// Whether a lead to `host` can read anything: not the pod itself.
+pub fn worth_following(host: &str) -> bool {
+    host_name(host) != HostName::Loopback
 }
 
 /// `host:port` → the host and the port, when the text names one.
@@ -164,10 +206,19 @@ mod tests {
             HostName::Address("10.96.14.7".into())
         );
         assert_eq!(host_name("api.fxprovider.example"), HostName::External);
-        assert_eq!(host_name("localhost"), HostName::External);
+        assert_eq!(host_name("localhost"), HostName::Loopback);
+        assert_eq!(host_name("127.0.0.1"), HostName::Loopback);
         assert_eq!(host_name("stripe.com"), HostName::External);
         assert_eq!(host_name("db_primary"), HostName::External);
         assert_eq!(host_name("a.b.c.d.svc.cluster.local"), HostName::External);
+    }
+
+    #[test]
+    fn source_locations_are_not_hosts() {
+        assert!(is_source_location("batch.go"));
+        assert!(is_source_location("views.py"));
+        assert!(!is_source_location("orders-db.shop.svc"));
+        assert!(!is_source_location("10.96.0.10"));
     }
 
     #[test]

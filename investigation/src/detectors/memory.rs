@@ -12,7 +12,7 @@
 //! and crash loop that follow — so the headline is the leak, and its next step is finding it,
 //! never a higher limit that only moves the next kill later.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::containers::same_container;
@@ -24,6 +24,7 @@ use super::series::{
     Item, QuotedSeries, SeriesKind, Unit, all_series, format_bytes, format_duration, format_hours,
     format_percent, items, memory_limit, quotes, resource, short_name, shown, subject,
 };
+use super::text::quote_line;
 use super::{
     Confidence, DetectionContext, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene,
     Subject, Symptom, cite,
@@ -69,6 +70,38 @@ pub struct MemoryGrowth {
     pub shape_words: String,
     /// The span of data shown.
     pub shown: String,
+    /// When the climb began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<DateTime<Utc>>,
+    /// The revision rolled out when the climb began, when the rollout history shows one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began_with: Option<BeganWith>,
+}
+
+/// The revision a climb began with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeganWith {
+    pub revision: Option<String>,
+    pub image: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+impl BeganWith {
+    /// `, since revision 7 (`registry/app:5.2.0`) rolled out at 02:10 UTC`.
+    fn words(&self) -> String {
+        let revision = self
+            .revision
+            .as_deref()
+            .map_or("a revision".to_string(), |r| format!("revision {r}"));
+        let image = self
+            .image
+            .as_deref()
+            .map_or(String::new(), |i| format!(" (`{i}`)"));
+        format!(
+            ", since {revision}{image} rolled out at {} UTC",
+            self.at.format("%m-%d %H:%M")
+        )
+    }
 }
 
 impl Payload for MemoryGrowth {
@@ -97,6 +130,8 @@ impl Payload for MemoryGrowth {
             limit: Some(512.0 * 1048576.0),
             shape_words: "grew from 120 MiB to 500 MiB over 36 h".into(),
             shown: "03-02 00:00 UTC to 03-03 12:00 UTC".into(),
+            started: None,
+            began_with: None,
         }
     }
 
@@ -120,20 +155,26 @@ impl Payload for MemoryGrowth {
                     _ => String::new(),
                 };
                 format!(
-                    "{} memory grew steadily: {} → {} over {}{suffix}",
+                    "{} memory grew steadily: {} → {} over {}{suffix}{}",
                     self.who,
                     format_bytes(*from),
                     format_bytes(*to),
-                    format_hours(*hours)
+                    format_hours(*hours),
+                    self.began_with
+                        .as_ref()
+                        .map_or(String::new(), BeganWith::words)
                 )
             }
             Climb::Sawtooth {
                 period_secs, drops, ..
             } => format!(
                 "{} memory climbs steadily and drops back every ~{} ({drops} drops): a leak cut \
-                 short by restarts",
+                 short by restarts{}",
                 self.who,
-                format_duration(chrono::Duration::seconds(*period_secs))
+                format_duration(chrono::Duration::seconds(*period_secs)),
+                self.began_with
+                    .as_ref()
+                    .map_or(String::new(), BeganWith::words)
             ),
         }
     }
@@ -204,9 +245,14 @@ impl Payload for MemoryGrowth {
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let all = items(round.evidence);
+    let revisions = super::changes::revisions(round);
     all_series(&all)
         .filter(|(_, kind, _)| *kind == SeriesKind::MemoryUsage)
         .filter_map(|(item, _, series)| growth(item.evidence, series, &all, round.ctx))
+        .map(|mut finding| {
+            began_with(&mut finding, &revisions);
+            finding
+        })
         .map(|mut finding| {
             // A sawtooth is also how a garbage-collected heap or a cache looks: its drops are
             // a leak cut short only when the control plane saw the container killed.
@@ -219,6 +265,52 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             finding
         })
         .collect()
+}
+
+/// When a steady climb left the level the series began at: the last sample still within a
+/// tenth of the way from that level to the peak.
+fn climb_onset(points: &[(f64, f64)]) -> Option<DateTime<Utc>> {
+    let mut first: Vec<f64> = points.iter().take(4).map(|(_, v)| *v).collect();
+    if points.len() < 6 {
+        return None;
+    }
+    first.sort_by(f64::total_cmp);
+    let level = first[first.len() / 2];
+    let peak = points.iter().map(|(_, v)| *v).fold(f64::MIN, f64::max);
+    let near_level = level + (peak - level) * 0.1;
+    let last_low = points.iter().rposition(|(_, v)| *v <= near_level)?;
+    DateTime::from_timestamp(points[last_low].0 as i64, 0)
+}
+
+/// How close before a climb's start (or after it, clocks and scrape intervals apart) a rollout
+/// counts as the one it began with.
+const BEGAN_BEFORE: Duration = Duration::hours(3);
+const BEGAN_AFTER: Duration = Duration::minutes(30);
+
+/// Names the revision rolled out when the climb began: the newest one shortly before its
+/// start, cited by its creation time.
+fn began_with(finding: &mut Finding, revisions: &[super::changes::Revision<'_>]) {
+    let Fact::MemoryGrowth(growth) = &mut finding.fact else {
+        return;
+    };
+    let Some(start) = growth.started else {
+        return;
+    };
+    let Some(revision) = revisions
+        .iter()
+        .rev()
+        .find(|r| r.at >= start - BEGAN_BEFORE && r.at <= start + BEGAN_AFTER)
+    else {
+        return;
+    };
+    growth.began_with = Some(BeganWith {
+        revision: revision.revision.clone(),
+        image: revision.image.clone(),
+        at: revision.at,
+    });
+    finding
+        .refs
+        .push(cite(revision.evidence, quote_line(revision.time_line)));
 }
 
 /// A memory series that grew steadily or in a sawtooth, measured against the limit any item
@@ -238,7 +330,7 @@ fn growth(
     let limit = memory_limit(series, all);
     let labels = &series.series.labels;
     let mut refs = quotes(evidence, series, &classified.anchors);
-    let (climb, confidence, at, shape_words) = match &classified.shape {
+    let (climb, confidence, at, shape_words, started) = match &classified.shape {
         Shape::Growth(trend) if trend.hours() >= MIN_MEMORY_GROWTH_HOURS => {
             let projection = limit.map(|(_, _, l)| project_to_limit(points, trend, l));
             if let Some(reached) = projection.as_ref().and_then(|p| p.reached_at)
@@ -274,6 +366,7 @@ fn growth(
                 },
                 reached_at.unwrap_or(trend.start),
                 describe_growth(trend, Unit::Bytes, projection.as_ref()),
+                climb_onset(points),
             )
         }
         Shape::Sawtooth(saw) => (
@@ -289,9 +382,15 @@ fn growth(
             },
             saw.resets.first().copied().unwrap_or_default(),
             describe_shape(&classified.shape, Unit::Bytes),
+            saw.resets.first().map(|first| *first - saw.period),
         ),
         _ => return None,
     };
+    // A climb names the revision it began with only when the series shows the container
+    // before it (a flat hour or more): a climb that starts with the series starts with the
+    // container, whichever revision it runs.
+    let first = points.first().map_or(f64::INFINITY, |(t, _)| *t);
+    let started = started.filter(|s| s.timestamp() as f64 - first >= 3600.0);
     if let Some((limit_evidence, limit_series, _)) = limit {
         refs.push(cite(limit_evidence, limit_series.labels_text.to_string()));
         if let Some(pair) = limit_series.pair_texts.last() {
@@ -312,6 +411,8 @@ fn growth(
                 limit: limit.map(|(_, _, l)| l),
                 shape_words,
                 shown: shown(series),
+                started,
+                began_with: None,
             },
             confidence,
             confidence == Confidence::High,

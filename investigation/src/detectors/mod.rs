@@ -44,12 +44,15 @@ pub mod images;
 pub mod jobs;
 pub mod memory;
 pub mod nodes;
+pub mod ports;
 pub mod probes;
 pub mod quota;
 pub mod recovery;
 pub mod refusals;
 pub mod restarts;
+pub mod revisions;
 pub mod scheduling;
+pub mod siblings;
 pub mod spikes;
 pub mod steps;
 pub mod throttling;
@@ -215,6 +218,7 @@ registry! {
     volumes: [ProvisioningFailed, VolumeFailed, ClaimPending],
     quota: [QuotaExceeded],
     endpoints: [NoEndpoints],
+    ports: [PortMismatch],
     autoscaler: [AutoscalerMaxed],
     steps: [MetricStep, LoadGrowth],
     changes: [Rollout, ScaleChange],
@@ -224,6 +228,8 @@ registry! {
     spikes: [MetricSpike],
     traces: [SlowSpan],
     errors: [ErrorLine, WarningEvent],
+    revisions: [RevisionDiff],
+    siblings: [SharedByFailing],
     recovery: [Recovered],
 }
 
@@ -554,7 +560,7 @@ pub fn is_service_level(target: &AlertTarget) -> bool {
 }
 
 /// The alert's name, rule, summary and description, lowercased.
-fn alert_words(target: &AlertTarget) -> String {
+pub(crate) fn alert_words(target: &AlertTarget) -> String {
     [
         &target.alertname,
         &target.rule,

@@ -102,6 +102,7 @@ impl Payload for NodeNotReady {
                 d.how == Disruption::TaintManager && d.node.as_deref() == Some(self.node.as_str())
             }
             Fact::WarningEvent(w) => w.object.as_deref() == Some(self.node.as_str()),
+            Fact::SharedByFailing(s) => s.on_node(&self.node),
             _ => false,
         }
     }
@@ -220,6 +221,7 @@ impl Payload for NodePressure {
             Fact::Disrupted(d) => {
                 d.how == Disruption::NodePressure && d.node.as_deref() == Some(self.node.as_str())
             }
+            Fact::SharedByFailing(s) => s.on_node(&self.node),
             _ => false,
         }
     }

@@ -181,7 +181,8 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 continue;
             }
             seen.push(probe);
-            let message = caps[2].trim().trim_matches(['"', '\'']).to_string();
+            let message =
+                with_block_continuation(&lines, index, caps[2].trim().trim_matches(['"', '\'']));
             let answers_server_error = ctx.service_level
                 && probe == Probe::Readiness
                 && SERVER_ERROR_STATUS.is_match(&message);
@@ -205,6 +206,35 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// A probe's output that spans lines (a YAML block scalar, `Message: |-`, holding `vault
+/// status`'s table) read as one message, whitespace collapsed: what it says is often not on its
+/// first line (`Key  Value` … `Sealed  true`).
+fn with_block_continuation(lines: &[&str], index: usize, first: &str) -> String {
+    const MAX_LINES: usize = 12;
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let in_block = index
+        .checked_sub(1)
+        .and_then(|i| lines.get(i))
+        .is_some_and(|prev| {
+            let prev = prev.trim_end();
+            prev.ends_with('|') || prev.ends_with("|-") || prev.ends_with('>')
+        });
+    if !in_block {
+        return first.to_string();
+    }
+    let own = indent(lines[index]);
+    let rest = lines[index + 1..]
+        .iter()
+        .take(MAX_LINES)
+        .take_while(|l| !l.trim().is_empty() && indent(l) == own)
+        .map(|l| l.trim());
+    std::iter::once(first)
+        .chain(rest)
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// How many times the event on line `index` was seen: on its own line (a description's

@@ -346,7 +346,9 @@ fn series_back(
             let against = Against::Threshold(match threshold {
                 Threshold::Above(t) | Threshold::Below(t) => t,
             });
-            if filtered {
+            // A query with a comparison returns only breaching samples from Prometheus; a
+            // source that did not apply it returns them all, read like any series.
+            if filtered && around.iter().all(|(_, v)| out(*v)) {
                 let since = around[last_out].0;
                 return (last_out + 1 == around.len() && fetched - since >= quiet).then_some(
                     Back {

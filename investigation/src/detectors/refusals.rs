@@ -1,7 +1,8 @@
 //! A dependency that answers, and refuses the work for a reason of its own state: read-only (a
 //! replica after a failover, a flood-stage disk block), out of room (Redis at `maxmemory`), locked,
-//! overloaded (ClickHouse's too many parts, Elasticsearch's rejected executions) or not serving
-//! yet (loading, in recovery, no leader). Read from the clients' logs, in the words the servers
+//! overloaded (ClickHouse's too many parts, Elasticsearch's rejected executions), not serving
+//! yet (loading, in recovery, no leader), or over a rate limit it enforces (HTTP 429, an
+//! ingestion limit, an SDK's throttling exception). Read from the clients' logs, in the words the servers
 //! themselves answer with, one finding per dependency and state.
 //!
 //! | kind | role | verified when |
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::lead::{HostName, Lead, host_name, split_endpoint};
+use super::lead::{HostName, Lead, host_name, is_source_location, service_hosts, split_endpoint};
 use super::logscan::{LogScan, repeats};
 use super::text::quote_deciding;
 use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
@@ -39,6 +40,9 @@ pub enum RefusedState {
     Overloaded,
     /// Not serving yet: loading, in recovery, starting up, no leader or master.
     NotServing,
+    /// Over a rate limit or quota the dependency enforces: HTTP 429, an ingestion limit, an
+    /// SDK's throttling exception.
+    RateLimited,
 }
 
 impl RefusedState {
@@ -49,6 +53,7 @@ impl RefusedState {
             RefusedState::Locked => "makes requests wait on a lock",
             RefusedState::Overloaded => "rejects work it is too loaded to take",
             RefusedState::NotServing => "is not serving (loading, recovering or leaderless)",
+            RefusedState::RateLimited => "throttles the client over its rate limit",
         }
     }
 
@@ -72,6 +77,10 @@ impl RefusedState {
             }
             RefusedState::NotServing => {
                 "why it restarted or lost its leader, and whether it is back"
+            }
+            RefusedState::RateLimited => {
+                "which limit the client hits (its quota, a per-tenant or per-app rate) and \
+                 whether the client's volume grew; slow the client or raise the limit"
             }
         }
     }
@@ -101,6 +110,10 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
             RefusedState::NotServing,
             r"(?i)\bLOADING Redis is loading the dataset|\bMASTERDOWN\b|\bCLUSTERDOWN\b|the database system is (?:starting up|in recovery mode|shutting down)|\bLEADER_NOT_AVAILABLE\b|\bNOT_LEADER_(?:FOR_PARTITION|OR_FOLLOWER)\b|master_not_discovered_exception",
         ),
+        (
+            RefusedState::RateLimited,
+            r"(?i)\bHTTP(?: status)?[ =:]*429\b|\bcode\(429\)|\b429 Too Many Requests\b|\bToo Many Requests\b|\b(?:ingestion )?rate limit (?:exceeded|reached)\b|\bThrottlingException\b|\bTooManyRequestsException\b|\bProvisionedThroughputExceededException\b|\bRequestLimitExceeded\b",
+        ),
     ];
     states
         .into_iter()
@@ -108,11 +121,6 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
-/// A host the line names: an in-cluster DNS name first (`db.shop.svc:5432`), else the last
-/// `host:port`.
-static SERVICE_HOST: LazyLock<Regex> = regex!(
-    r"(?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+svc(?:\.cluster\.local)?)(?::(\d{2,5}))?\b"
-);
 static ENDPOINT: LazyLock<Regex> = regex!(
     r"\b((?:[A-Za-z][A-Za-z0-9-]*\.)*[A-Za-z][A-Za-z0-9-]*|\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b"
 );
@@ -200,7 +208,7 @@ impl Payload for Refusal {
             return Vec::new();
         };
         let (host, port) = split_endpoint(dependency);
-        if host_name(&host) == HostName::External {
+        if matches!(host_name(&host), HostName::External | HostName::Loopback) {
             return Vec::new();
         }
         vec![Lead::Host {
@@ -221,15 +229,15 @@ fn refused(line: &str) -> Option<(RefusedState, &'static Regex)> {
 
 /// The dependency a line names.
 fn dependency_in(line: &str) -> Option<String> {
-    if let Some(caps) = SERVICE_HOST.captures(line) {
-        let host = caps[1].to_string();
-        return Some(match caps.get(2) {
-            Some(port) => format!("{host}:{}", port.as_str()),
+    if let Some((host, port)) = service_hosts(line).into_iter().next() {
+        return Some(match port {
+            Some(port) => format!("{host}:{port}"),
             None => host,
         });
     }
     ENDPOINT
         .captures_iter(line)
+        .filter(|c| !is_source_location(&c[1]))
         .map(|c| format!("{}:{}", &c[1], &c[2]))
         .last()
 }

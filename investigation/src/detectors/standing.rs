@@ -18,7 +18,7 @@ use crate::kube;
 
 /// A termination that ended this long before the alert, with the container running since, is
 /// history rather than the alert's story.
-const TERMINATION_HISTORY: Duration = Duration::hours(6);
+const TERMINATION_HISTORY: Duration = Duration::hours(1);
 /// A probe failure this soon after its container started is the container starting.
 const STARTUP_GRACE: Duration = Duration::minutes(3);
 

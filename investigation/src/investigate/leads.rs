@@ -220,6 +220,10 @@ pub async fn follow<E: EvidenceSource>(
                         format!("address `{ip}`: the alert names no namespace to look in"),
                     ),
                 },
+                HostName::Loopback => c.skip(
+                    Capability::ObjectGet,
+                    format!("host `{host}` is the pod itself (a sidecar or the same container)"),
+                ),
                 HostName::External => c.skip(
                     Capability::ObjectGet,
                     format!(
@@ -320,11 +324,36 @@ async fn address<E: EvidenceSource>(
             format!("which Service has cluster IP `{ip}`"),
         )
         .await;
-    if let Some(service) = services
+    if let Some((ns, service)) = services
         .as_deref()
         .and_then(|text| service_with_ip(text, ip))
     {
-        service_end(c, namespace, &service, port, reached).await;
+        service_end(
+            c,
+            ns.as_deref().unwrap_or(namespace),
+            &service,
+            port,
+            reached,
+        )
+        .await;
+        return;
+    }
+    // A client calls Services in other namespaces too.
+    let everywhere = c
+        .fetch(
+            CapabilityRequest::ObjectList {
+                namespace: None,
+                kind: "Service".into(),
+                label_selector: None,
+            },
+            format!("no Service in `{namespace}` has cluster IP `{ip}`: which Service in the cluster has it"),
+        )
+        .await;
+    if let Some((Some(ns), service)) = everywhere
+        .as_deref()
+        .and_then(|text| service_with_ip(text, ip))
+    {
+        service_end(c, &ns, &service, port, reached).await;
         return;
     }
     let pods = c
@@ -351,8 +380,8 @@ async fn address<E: EvidenceSource>(
     }
 }
 
-/// The name of the Service in a list whose cluster IP is `ip`.
-pub fn service_with_ip(text: &str, ip: &str) -> Option<String> {
+/// The namespace and name of the Service in a list whose cluster IP is `ip`.
+pub fn service_with_ip(text: &str, ip: &str) -> Option<(Option<String>, String)> {
     kube::objects(text).into_iter().find_map(|service| {
         let ips = [
             kube::str_at(&service, "/spec/clusterIP"),
@@ -361,9 +390,9 @@ pub fn service_with_ip(text: &str, ip: &str) -> Option<String> {
                 .and_then(Value::as_array)
                 .and_then(|ips| ips.iter().find_map(Value::as_str)),
         ];
-        ips.contains(&Some(ip))
-            .then(|| kube::str_at(&service, "/metadata/name").map(str::to_string))
-            .flatten()
+        let name = kube::str_at(&service, "/metadata/name")?.to_string();
+        let namespace = kube::str_at(&service, "/metadata/namespace").map(str::to_string);
+        ips.contains(&Some(ip)).then_some((namespace, name))
     })
 }
 

@@ -22,9 +22,11 @@
 //! one step at a time, through a [`Collector`] holding what is left of this round's tool-call
 //! budget.
 
+mod anywhere;
 mod collect;
 mod found;
 pub mod leads;
+mod outside;
 mod pods;
 pub mod target;
 mod telemetry;
@@ -113,6 +115,16 @@ pub async fn investigate<E: EvidenceSource>(
             .unwrap_or(u32::MAX - 1)
             .saturating_add(1);
         let mut collector = Collector::new(source, options, first_id);
+        let located;
+        let state = match anywhere::namespace_of(&mut collector, target).await {
+            Some(namespace) => {
+                let mut with_namespace = state.clone();
+                with_namespace.alert.target.namespace = Some(namespace);
+                located = with_namespace;
+                &located
+            }
+            None => state,
+        };
         let found = walk::walk(&mut collector, state, options).await;
 
         let ctx = detection_context(state);

@@ -67,8 +67,20 @@ pub async fn gather<E: EvidenceSource>(
     let expression = alert_expression(target);
     match expression {
         Some((query, whose)) => {
+            // Up to now when the alert fired a while ago (at most a window later): whether
+            // what it measures is back is part of the answer.
+            let end = (anchor + options.window_after)
+                .max(chrono::Utc::now().min(anchor + Duration::hours(window)));
+            let hours = (end - (anchor - Duration::hours(window)))
+                .num_hours()
+                .max(1);
             c.fetch(
-                range(window, query),
+                CapabilityRequest::MetricRange {
+                    query,
+                    start: anchor - Duration::hours(window),
+                    end,
+                    step_secs: step_secs(hours),
+                },
                 format!("{whose}, over {window} h to show its shape before and since it fired"),
             )
             .await;

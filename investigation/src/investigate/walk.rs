@@ -8,6 +8,9 @@
 //! 2. **Inspect** at most [`MAX_PODS`] pods, in trouble first (failed, crash-looping, pending,
 //!    not ready), then newest: the description, each failing init or app container's previous
 //!    log (when it restarted) and current log, the pod's events.
+//!    The baseline: a named pod's siblings (its workload's pods, by the workload's selector),
+//!    and, when the failing pods run on several nodes no healthy sibling uses, a few of those
+//!    nodes and of the healthy ones' (zone, node group, OS image compared by `siblings`).
 //! 3. **Follow** what the pods point at: the nodes of pods that are pending, evicted or unknown;
 //!    the claims of pending pods; the workload's events and rollout history; the namespace's
 //!    Warning events.
@@ -29,6 +32,7 @@ use super::InvestigateOptions;
 use super::collect::Collector;
 use super::found::Found;
 use super::leads::{self, MAX_LEADS, Proposed, WorkList, pod_leads};
+use super::outside;
 use super::pods::restart_signal;
 use super::target::{self, Start};
 use super::telemetry;
@@ -44,6 +48,8 @@ pub const MAX_PODS: usize = 2;
 const MAX_CONTAINERS: usize = 2;
 /// The most nodes and claims followed.
 const MAX_FOLLOWED: usize = 2;
+/// The most nodes read to compare where failing and healthy siblings run (half of each).
+const MAX_COMPARED_NODES: usize = 4;
 
 /// Walks from the alert's objects through the graph, within `c`'s budgets.
 pub async fn walk<E: EvidenceSource>(
@@ -54,11 +60,19 @@ pub async fn walk<E: EvidenceSource>(
     let target = &state.alert.target;
     let starts = target::starts(target);
     let mut found = Found::default();
+    let mut candidates: Vec<PodInfo> = Vec::new();
     if starts.is_empty() {
-        skip_everything(c, target);
+        // A resource outside the cluster: its metrics, and its clients found by their logs.
+        let clients = outside::gather(c, state, options).await;
+        if clients.is_empty() {
+            skip_everything(c, target);
+        }
+        for pod in clients {
+            found.relate(&pod.name);
+            candidates.push(pod);
+        }
     }
     let named_pod = starts.iter().any(|s| matches!(s, Start::Pod { .. }));
-    let mut candidates: Vec<PodInfo> = Vec::new();
     let mut deployments: Vec<(String, String)> = Vec::new();
     let mut workload_objects: Vec<(String, String)> = Vec::new();
     for start in &starts {
@@ -173,10 +187,32 @@ pub async fn walk<E: EvidenceSource>(
                     )
                     .await;
                 let mut pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
-                pods.retain(|p| p.trouble() > 0);
+                // The alert's own words may name the workload ("fluent-bit cannot ship
+                // logs"): its pods are the subject, troubled or not.
+                let named = named_in_text(&pods, target);
+                let reason = match &named {
+                    Some(workload) => {
+                        pods.retain(|p| workload_name(p).as_deref() == Some(workload.as_str()));
+                        found.relate(workload);
+                        format!(
+                            "the alert names no workload label: its text names `{workload}`, \
+                             so its pods in `{namespace}` are the ones read"
+                        )
+                    }
+                    None => {
+                        pods.retain(|p| p.trouble() > 0);
+                        format!(
+                            "the alert names no workload, service or pod: the pods read are \
+                             `{namespace}`'s troubled ones ({}), a namespace-wide fallback",
+                            pods.len()
+                        )
+                    }
+                };
                 for pod in &pods {
                     found.relate(&pod.name);
                 }
+                // Said in the report, so a reader weighs the pods read as such.
+                c.skip(Capability::PodList, reason);
                 candidates.extend(pods);
             }
         }
@@ -193,6 +229,7 @@ pub async fn walk<E: EvidenceSource>(
         .filter(|p| !p.status.is_empty())
         .collect();
     rank_pods(&mut listed);
+    let mut listed_siblings = listed.clone();
     let in_trouble = listed.iter().filter(|p| p.trouble() > 0).count();
     let listed_count = listed.len();
     let chosen: Vec<PodInfo> = named
@@ -215,6 +252,11 @@ pub async fn walk<E: EvidenceSource>(
         found.relate(&pod.name);
         found.pods.push(pod);
     }
+    // The baseline: a named pod's siblings, and where the failing ones run.
+    if named_pod {
+        listed_siblings = named_pod_siblings(c, &mut found).await;
+    }
+    compare_nodes(c, &listed_siblings).await;
 
     // 3. What the pods point at.
     follow_cluster_dns(c, &mut found, target, options).await;
@@ -308,6 +350,23 @@ async fn workload_pods<E: EvidenceSource>(
     if kind.eq_ignore_ascii_case("cronjob") {
         return cronjob_pods(c, namespace, name, found).await;
     }
+    let why = format!(
+        "the {} the alert names: its spec, status and conditions",
+        canonical_kind(kind)
+    );
+    pods_of(c, namespace, kind, name, &why, found).await
+}
+
+/// The pods of workload `kind`/`name`, by its selector (read with the workload, for `why`),
+/// else by name prefix.
+async fn pods_of<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+    why: &str,
+    found: &mut Found,
+) -> Vec<PodInfo> {
     let kind = canonical_kind(kind);
     let described = c
         .fetch(
@@ -316,7 +375,7 @@ async fn workload_pods<E: EvidenceSource>(
                 kind: kind.to_string(),
                 name: name.to_string(),
             },
-            format!("the {kind} the alert names: its spec, status and conditions"),
+            why.to_string(),
         )
         .await;
     let selector = described
@@ -357,6 +416,93 @@ async fn workload_pods<E: EvidenceSource>(
         found.relate(&pod.name);
     }
     pods
+}
+
+/// The other pods of the workload each inspected pod the alert names belongs to: what a
+/// failure is compared against (do the healthy siblings run elsewhere, another revision?).
+async fn named_pod_siblings<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    found: &mut Found,
+) -> Vec<PodInfo> {
+    let owners: Vec<(String, String, String, String)> = found
+        .pods
+        .iter()
+        .filter_map(|pod| {
+            let namespace = pod.namespace.clone()?;
+            let (owner_kind, _) = pod.owner.as_ref()?;
+            let kind = match owner_kind.as_str() {
+                "ReplicaSet" => "Deployment",
+                "StatefulSet" | "DaemonSet" | "Job" => owner_kind.as_str(),
+                _ => return None,
+            };
+            Some((
+                namespace,
+                kind.to_string(),
+                workload_name(pod)?,
+                pod.name.clone(),
+            ))
+        })
+        .collect();
+    let mut siblings: Vec<PodInfo> = Vec::new();
+    let mut done: Vec<(String, String)> = Vec::new();
+    for (namespace, kind, workload, pod) in owners {
+        if done.contains(&(namespace.clone(), workload.clone())) {
+            continue;
+        }
+        let why = format!(
+            "the {kind} pod `{pod}` belongs to: its selector, to compare the pod with its \
+             siblings"
+        );
+        siblings.extend(pods_of(c, &namespace, &kind, &workload, &why, found).await);
+        done.push((namespace, workload));
+    }
+    siblings
+}
+
+/// When the failing pods among `pods` run on several nodes and no healthy sibling shares one,
+/// those nodes and a few healthy siblings' nodes: whether a zone, node group or OS image sets
+/// the failing ones apart. (One shared node is a lead the detectors propose.)
+async fn compare_nodes<E: EvidenceSource>(c: &mut Collector<'_, E>, pods: &[PodInfo]) {
+    let failing: Vec<&str> = distinct_nodes(pods.iter().filter(|p| p.trouble() > 0));
+    let healthy: Vec<&str> = distinct_nodes(pods.iter().filter(|p| p.trouble() == 0));
+    if failing.len() < 2 || healthy.is_empty() || failing.iter().any(|n| healthy.contains(n)) {
+        return;
+    }
+    let per_side = MAX_COMPARED_NODES / 2;
+    for (name, side) in failing
+        .iter()
+        .take(per_side)
+        .map(|n| (n, "a failing pod's"))
+        .chain(
+            healthy
+                .iter()
+                .take(per_side)
+                .map(|n| (n, "a healthy sibling's")),
+        )
+    {
+        c.fetch(
+            CapabilityRequest::ObjectGet {
+                namespace: None,
+                kind: "Node".into(),
+                name: name.to_string(),
+            },
+            format!(
+                "node `{name}`, {side}: its zone, node group and OS image, to compare where \
+                 the failing pods run with where the healthy ones do"
+            ),
+        )
+        .await;
+    }
+}
+
+fn distinct_nodes<'a>(pods: impl Iterator<Item = &'a PodInfo>) -> Vec<&'a str> {
+    let mut nodes: Vec<&str> = Vec::new();
+    for node in pods.filter_map(|p| p.node.as_deref()) {
+        if !nodes.contains(&node) {
+            nodes.push(node);
+        }
+    }
+    nodes
 }
 
 /// A CronJob's pods: those of its newest Job.
@@ -827,6 +973,48 @@ async fn node<E: EvidenceSource>(c: &mut Collector<'_, E>, name: &str, why: &str
         format!("what the kubelet and node controller reported about node `{name}`"),
     )
     .await;
+}
+
+/// The workload a pod belongs to: its Deployment, its StatefulSet, DaemonSet or Job, else its
+/// `app` label.
+fn workload_name(pod: &PodInfo) -> Option<String> {
+    kube::deployment_of(pod)
+        .or_else(|| {
+            pod.owner
+                .as_ref()
+                .filter(|(kind, _)| kind != "ReplicaSet")
+                .map(|(_, name)| name.clone())
+        })
+        .or_else(|| {
+            pod.labels
+                .get("app.kubernetes.io/name")
+                .or_else(|| pod.labels.get("app"))
+                .cloned()
+        })
+}
+
+/// The one workload among `pods` whose name the alert's name, summary or description spells
+/// (`Fluent Bit output failing` names `fluent-bit`): letters and digits compared, names of at
+/// least five of them, the longest when several match.
+fn named_in_text(pods: &[PodInfo], target: &AlertTarget) -> Option<String> {
+    let squash = |text: &str| -> String {
+        text.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let words = squash(&crate::detectors::alert_words(target));
+    let mut named: Vec<String> = pods
+        .iter()
+        .filter_map(workload_name)
+        .filter(|w| {
+            let w = squash(w);
+            w.len() >= 5 && words.contains(&w)
+        })
+        .collect();
+    named.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    named.dedup();
+    named.into_iter().next()
 }
 
 /// Records why nothing could be looked up.

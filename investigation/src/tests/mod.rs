@@ -10,6 +10,7 @@ mod jobs;
 mod judging;
 mod model_path;
 mod nodes;
+mod outside;
 mod recall_db;
 mod strongest;
 

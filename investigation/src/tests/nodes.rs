@@ -217,19 +217,30 @@ async fn prompt_injection_in_a_log_changes_nothing() {
 }
 
 #[tokio::test]
-async fn alert_without_namespace_skips_cluster_steps_and_asks_which_environment() {
+async fn alert_without_namespace_looks_its_service_up_and_asks_when_two_namespaces_have_it() {
     let alert = "alertname=HighErrorRate service=payments-api severity=critical";
-    let source = Arc::new(FakeSource::new());
+    let services = "
+- {kind: Service, metadata: {name: payments-api, namespace: payments}}
+- {kind: Service, metadata: {name: payments-api, namespace: payments-staging}}
+";
+    let source = Arc::new(FakeSource::new().serve(Capability::ObjectList, services));
     let done = run(&source, alert).await;
 
-    assert!(
-        source.requests().is_empty(),
-        "nothing to look up without a namespace"
+    assert_eq!(
+        source.requests(),
+        [CapabilityRequest::ObjectList {
+            namespace: None,
+            kind: "Service".into(),
+            label_selector: None,
+        }],
+        "one lookup across the cluster, nothing read without a namespace"
     );
     assert!(
+        done.missing.iter().any(|m| m
+            .reason
+            .contains("2 namespaces (payments, payments-staging)")),
+        "{:?}",
         done.missing
-            .iter()
-            .all(|m| m.kind == MissingKind::Skipped || m.capability == crate::prior::memory())
     );
     assert!(!done.grounded());
     assert_eq!(
@@ -238,6 +249,27 @@ async fn alert_without_namespace_skips_cluster_steps_and_asks_which_environment(
             "Which namespace (environment) is `payments-api` in? The alert has no namespace, so \
              nothing in the cluster could be looked up."
         )
+    );
+}
+
+#[tokio::test]
+async fn alert_without_namespace_is_investigated_where_its_service_lives() {
+    let alert = "alertname=HighErrorRate service=payments-api severity=critical";
+    let services = "
+- {kind: Service, metadata: {name: payments-api, namespace: payments}}
+- {kind: Service, metadata: {name: checkout, namespace: shop}}
+";
+    let source = Arc::new(FakeSource::new().serve(Capability::ObjectList, services));
+    let done = run(&source, alert).await;
+    // This world serves only lists: the Service itself is a step not sent, in its namespace.
+    assert!(
+        done.plan.iter().any(|step| matches!(
+            &step.request,
+            CapabilityRequest::ObjectGet { namespace: Some(ns), kind, name }
+                if ns == "payments" && kind == "Service" && name == "payments-api"
+        )),
+        "{:#?}",
+        done.plan
     );
 }
 

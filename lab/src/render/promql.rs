@@ -194,15 +194,22 @@ pub fn series_of(metric: &MetricSpec) -> Option<(String, Labels)> {
 
 /// Whether a selector picks the series `name{labels}`, leniently: a matcher on a label the
 /// series does not have is ignored.
+/// A selector that names no metric (`{dimension_QueueName="orders"}`) selects by its labels
+/// alone, so there a missing label does not match: leniency would select every series.
 pub(crate) fn selects(selector: &Selector, name: &str, labels: &Labels) -> bool {
     if selector.name.as_deref().is_some_and(|n| n != name) {
         return false;
     }
+    let by_labels_alone =
+        selector.name.is_none() && !selector.matchers.iter().any(|m| m.label == "__name__");
     selector.matchers.iter().all(|m| {
         if m.label == "__name__" {
             return m.holds(name);
         }
-        labels.get(&m.label).is_none_or(|value| m.holds(value))
+        match labels.get(&m.label) {
+            Some(value) => m.holds(value),
+            None => !by_labels_alone,
+        }
     })
 }
 
@@ -246,5 +253,11 @@ mod tests {
         assert!(!selects(&s(r#"x{service!~"ca.*"}"#), "x", &labels));
         assert!(!selects(&s("y"), "x", &labels));
         assert!(selects(&s(r#"{__name__=~"x|z"}"#), "x", &labels));
+        // By labels alone, a series without the label is not selected.
+        assert!(!selects(
+            &s(r#"{dimension_QueueName="orders"}"#),
+            "x",
+            &labels
+        ));
     }
 }

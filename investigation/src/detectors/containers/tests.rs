@@ -324,6 +324,24 @@ ERROR: Elasticsearch exited unexpectedly, with exit code 78
 }
 
 #[test]
+fn a_retry_summary_gives_way_to_the_failure_it_retried() {
+    let log = "\
+2025-01-01 14:36:20,061 ERROR sync.validate: batch 1/414: contact 881203 skipped: invalid email 'n/a'
+2025-01-01 14:36:27,933 WARNING sync.hubspot: batch 88/414: HTTP 429 from POST /crm/v3/objects/contacts/batch/upsert
+2025-01-01 14:36:27,951 ERROR sync.validate: batch 59/414: contact 889788 skipped: invalid email 'n/a'
+2025-01-01 14:42:10,118 ERROR sync: run failed: aborted: batch 88/414 failed after 3 retries
+";
+    assert!(
+        last_words(log).expect("crash line").contains("HTTP 429"),
+        "{:?}",
+        last_words(log)
+    );
+    // A summary with nothing retried behind it stays the crash line.
+    let alone = "2025-01-01 14:42:10,118 ERROR sync: giving up after 3 attempts\n";
+    assert!(last_words(alone).expect("crash line").contains("giving up"));
+}
+
+#[test]
 fn a_python_traceback_names_its_exception_whatever_the_class_is_called() {
     let log = "\
 2025-01-01 00:30:07,901 INFO close: writing settlement batch

@@ -257,3 +257,46 @@ fn a_sawtooth_nothing_killed_is_not_a_verified_leak() {
     assert_eq!(saw.confidence, Confidence::High);
     assert!(!saw.verified, "{saw:#?}");
 }
+
+#[test]
+fn a_climb_names_the_revision_it_began_with_not_the_newest() {
+    use chrono::{DateTime, Utc};
+    let iso = |t: f64| {
+        DateTime::<Utc>::from_timestamp(t as i64, 0)
+            .expect("time")
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    // Flat for 12 h, then a steady climb from when revision 7 rolled out.
+    let memory = samples(73, 1800.0, |i, h| {
+        (280.0 * MIB + 28.0 * MIB * (h - 12.0).max(0.0) + MIB * jitter(i)).round()
+    });
+    let history = format!(
+        "- creationTimestamp: \"{}\"\n  revision: 6\n  image: registry/gateway:5.1.9\n\
+         - creationTimestamp: \"{}\"\n  revision: 7\n  image: registry/gateway:5.2.0\n\
+         - creationTimestamp: \"{}\"\n  revision: 8\n  image: registry/gateway:5.2.1\n",
+        iso(T0 - 9.0 * 86400.0),
+        iso(T0 + 11.5 * 3600.0),
+        iso(T0 + 26.0 * 3600.0),
+    );
+    let evidence = [
+        metric(1, "", &working_set(memory)),
+        crate::detectors::testing::history(2, &history),
+    ];
+    let growth = find(&detect(&evidence, &ctx()), Kind::MemoryGrowth).clone();
+    assert_contains(
+        &growth.title(),
+        "since revision 7 (`registry/gateway:5.2.0`)",
+    );
+    assert!(!growth.title().contains("5.2.1"), "{}", growth.title());
+
+    // A climb that starts with the series (a new container) names no revision.
+    let fresh = samples(49, 1800.0, |i, h| {
+        (280.0 * MIB + 28.0 * MIB * h + MIB * jitter(i)).round()
+    });
+    let evidence = [
+        metric(1, "", &working_set(fresh)),
+        crate::detectors::testing::history(2, &history),
+    ];
+    let growth = find(&detect(&evidence, &ctx()), Kind::MemoryGrowth).clone();
+    assert!(!growth.title().contains("since"), "{}", growth.title());
+}

@@ -82,3 +82,24 @@ fn ranking_puts_verified_causes_first() {
     rank_findings(&mut findings);
     assert_eq!(findings[0].kind(), Kind::ProbeFailure);
 }
+
+#[test]
+fn a_probe_output_over_several_lines_is_read_whole() {
+    let listed = "\
+- InvolvedObject:
+    Kind: Pod
+    Name: vault-0
+  Message: |-
+    Readiness probe failed: Key                Value
+    ---                -----
+    Initialized        true
+    Sealed             true
+  Namespace: vault
+  Reason: Unhealthy
+  Type: Warning
+";
+    let findings = detect(&[events(1, listed)], &ctx());
+    let probe = find(&findings, Kind::ProbeFailure);
+    assert!(probe.title().contains("Sealed true"), "{}", probe.title());
+    assert!(!probe.title().contains("Namespace"), "{}", probe.title());
+}

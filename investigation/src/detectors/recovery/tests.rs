@@ -177,3 +177,104 @@ status:
     earlier.excerpt = pod.replace("14:01:00Z", "09:01:00Z");
     assert!(!has(&detect(&[earlier], &alert), Kind::Recovered));
 }
+
+const LAG: &str = "pg_replication_lag_bytes{pod=\"ledger-pg-1\"} > 536870912";
+
+/// The alert's own expression re-run: `(minutes from the alert, value)` samples.
+fn lag_round(query: &str, samples: &[(i64, f64)]) -> Vec<Finding> {
+    let alert = utc("2025-03-04T14:00:00Z");
+    let points: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|(m, v)| ((alert.timestamp() + m * 60) as f64, *v))
+        .collect();
+    let labels = json!({"__name__": "pg_replication_lag_bytes", "pod": "ledger-pg-1"});
+    let text = crate::detectors::testing::matrix(
+        &[(labels, points)],
+        false,
+        crate::detectors::testing::Style::Compact,
+    );
+    let ctx = DetectionContext {
+        alert_start: Some(alert),
+        alert_query: Some(crate::detectors::AlertQuery {
+            query: LAG.to_string(),
+            threshold: crate::detectors::Threshold::of_expression(LAG),
+        }),
+        ..DetectionContext::default()
+    };
+    detect(&[crate::detectors::testing::metric(1, query, &text)], &ctx)
+}
+
+const BACK: &[(i64, f64)] = &[
+    (-180, 0.0),
+    (-10, 2.1e8),
+    (-2, 1.19e9),
+    (0, 1.31e9),
+    (3, 9.8e8),
+    (5, 4.2e8),
+    (7, 0.0),
+    (30, 0.0),
+    (50, 0.0),
+];
+
+#[test]
+fn the_alerts_own_metric_back_below_its_threshold_is_a_verified_recovery() {
+    let findings = lag_round(LAG, BACK);
+    let recovered = find(&findings, Kind::Recovered);
+    assert!(recovered.verified);
+    assert_contains(&recovered.title(), "back below its threshold");
+    assert_contains(&recovered.title(), "536870912");
+}
+
+#[test]
+fn still_past_its_threshold_or_back_only_briefly_is_no_recovery() {
+    let still = [(-180, 0.0), (-2, 1.19e9), (0, 1.31e9), (30, 1.4e9)];
+    assert!(!has(&lag_round(LAG, &still), Kind::Recovered));
+    let briefly = [(-180, 0.0), (0, 1.31e9), (40, 1.2e9), (45, 0.0), (50, 0.0)];
+    assert!(!has(&lag_round(LAG, &briefly), Kind::Recovered));
+}
+
+#[test]
+fn another_query_than_the_alerts_says_nothing_about_recovery() {
+    assert!(!has(
+        &lag_round("pg_replication_lag_bytes{pod=\"ledger-pg-2\"}", BACK),
+        Kind::Recovered
+    ));
+}
+
+#[test]
+fn without_a_threshold_it_is_back_at_its_baseline() {
+    let plain = "pg_replication_lag_bytes{pod=\"ledger-pg-1\"}";
+    let alert = utc("2025-03-04T14:00:00Z");
+    let at = |m: i64| (alert.timestamp() + m * 60) as f64;
+    let points: Vec<(f64, f64)> = [
+        (-240, 100.0),
+        (-200, 110.0),
+        (-160, 90.0),
+        (-120, 105.0),
+        (-5, 900.0),
+        (0, 1000.0),
+        (10, 120.0),
+        (30, 100.0),
+        (45, 95.0),
+    ]
+    .iter()
+    .map(|(m, v)| (at(*m), *v))
+    .collect();
+    let labels = json!({"__name__": "pg_replication_lag_bytes", "pod": "ledger-pg-1"});
+    let text = crate::detectors::testing::matrix(
+        &[(labels, points)],
+        false,
+        crate::detectors::testing::Style::Compact,
+    );
+    let ctx = DetectionContext {
+        alert_start: Some(alert),
+        alert_query: Some(crate::detectors::AlertQuery {
+            query: plain.to_string(),
+            threshold: None,
+        }),
+        ..DetectionContext::default()
+    };
+    let findings = detect(&[crate::detectors::testing::metric(1, plain, &text)], &ctx);
+    let recovered = find(&findings, Kind::Recovered);
+    assert_contains(&recovered.title(), "back to its baseline");
+}

@@ -133,3 +133,10 @@ fn an_outside_dependency_proposes_no_lead_and_lines_without_a_refusal_find_nothi
     );
     assert!(all_of(&findings, Kind::Refusal).is_empty());
 }
+
+#[test]
+fn the_services_own_access_log_answering_429_is_not_a_dependency_throttling() {
+    let log = "10.0.0.1 - - \"GET /api/search HTTP/1.1\" 429 12\n10.0.0.2 - - \"GET /api/search HTTP/1.1\" 429 12\n";
+    let findings = detect(&[log_of(1, CLIENT, log)], &service_level());
+    assert!(all_of(&findings, Kind::Refusal).is_empty(), "{findings:#?}");
+}

@@ -163,6 +163,7 @@ fn unreachable(failure: DependencyFailure) -> Finding {
             failure,
             count: 2,
             says: "lookup api.carrierhub.io on 10.96.0.10:53: read udp: i/o timeout".into(),
+            peer_ready: None,
         },
         Confidence::High,
         false,

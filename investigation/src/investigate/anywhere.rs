@@ -1,0 +1,121 @@
+//! An alert that names a service, workload or pod but no namespace (an SLO alert labelled
+//! `sloth_service=vault`, a Datadog monitor on `service:checkout-web`): the namespace is found
+//! by listing that kind across the cluster and taking the one namespace where an object of that
+//! name lives. Several namespaces with that name are ambiguous and recorded, not guessed.
+
+use std::collections::BTreeSet;
+
+use firstline_alert::AlertTarget;
+
+use crate::evidence::Capability;
+use crate::kube;
+use crate::tools::{CapabilityRequest, EvidenceSource};
+
+use super::collect::Collector;
+
+/// The kinds to look a name up as, most likely first: what the alert says it is, else a
+/// Service and then the workloads a service is usually run as.
+fn kinds_for(target: &AlertTarget) -> Vec<&'static str> {
+    match target.workload_kind.as_deref().map(str::to_ascii_lowercase) {
+        Some(kind) if target.workload.is_some() => vec![match kind.as_str() {
+            "statefulset" => "StatefulSet",
+            "daemonset" => "DaemonSet",
+            "cronjob" => "CronJob",
+            "job" => "Job",
+            _ => "Deployment",
+        }],
+        _ if target.service.is_some() || target.workload.is_some() => {
+            vec!["Service", "Deployment", "StatefulSet"]
+        }
+        _ if target.pod.is_some() => vec!["Pod"],
+        _ => Vec::new(),
+    }
+}
+
+/// The namespace the alert's subject lives in, when the alert names a subject and no
+/// namespace; `None` when it names a namespace already, nothing to look up, or the name is not
+/// found in exactly one namespace.
+pub async fn namespace_of<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    target: &AlertTarget,
+) -> Option<String> {
+    if target.namespace.is_some() {
+        return None;
+    }
+    let name = target.subject()?.to_string();
+    for kind in kinds_for(target) {
+        let listed = c
+            .fetch(
+                CapabilityRequest::ObjectList {
+                    namespace: None,
+                    kind: kind.to_string(),
+                    label_selector: None,
+                },
+                format!("the alert names `{name}` but no namespace: which namespace has a {kind} of that name"),
+            )
+            .await?;
+        let namespaces = namespaces_with(&listed, &name);
+        match namespaces.len() {
+            0 => continue,
+            1 => return namespaces.into_iter().next(),
+            _ => {
+                c.skip(
+                    Capability::ObjectList,
+                    format!(
+                        "a {kind} named `{name}` exists in {} namespaces ({}): the alert does not \
+                         say which",
+                        namespaces.len(),
+                        namespaces.into_iter().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// The namespaces of the objects in a list named `name`.
+fn namespaces_with(text: &str, name: &str) -> BTreeSet<String> {
+    kube::objects(text)
+        .iter()
+        .filter(|o| kube::str_at(o, "/metadata/name") == Some(name))
+        .filter_map(|o| kube::str_at(o, "/metadata/namespace").map(str::to_string))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespaces_an_object_of_that_name_lives_in() {
+        let list = "
+- {kind: Service, metadata: {name: vault, namespace: vault}}
+- {kind: Service, metadata: {name: vault-ui, namespace: vault}}
+- {kind: Service, metadata: {name: api, namespace: shop}}
+- {kind: Service, metadata: {name: api, namespace: billing}}
+";
+        assert_eq!(
+            namespaces_with(list, "vault"),
+            BTreeSet::from(["vault".to_string()])
+        );
+        assert_eq!(namespaces_with(list, "api").len(), 2);
+        assert!(namespaces_with(list, "checkout").is_empty());
+    }
+
+    #[test]
+    fn a_named_kind_is_looked_up_as_that_kind_and_a_service_as_what_runs_it() {
+        let target = AlertTarget {
+            workload: Some("backup".into()),
+            workload_kind: Some("CronJob".into()),
+            ..AlertTarget::default()
+        };
+        assert_eq!(kinds_for(&target), ["CronJob"]);
+        let target = AlertTarget {
+            service: Some("vault".into()),
+            ..AlertTarget::default()
+        };
+        assert_eq!(kinds_for(&target), ["Service", "Deployment", "StatefulSet"]);
+    }
+}
