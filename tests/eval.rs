@@ -16,8 +16,6 @@ const EXPECT_FAIL: &[&str] = &[
     // Each is an honest ask or a partial answer, never a wrong cause (the run fails on one).
     // The lock holder is named only in the job's own log, which a waiting job never wrote.
     "cronjob-waiting-on-stale-lock",
-    // Needs a credential-rejected failure class and the key rotator's stream in Loki.
-    "loki-only-psp-invalid-api-key",
     // The walk never lists the pods on a full node, so the chatty one is not found.
     "node-filesystem-full-debug-logs",
     // Needs the database's replication-slot metrics and a time-to-full estimate.
@@ -41,8 +39,7 @@ const EXPECT_FAIL: &[&str] = &[
     // found, but a failing output is not a service-level alert, so repeats do not verify it.
     "daemonset-loki-429-sandbox-dns-noise",
     // Recovered, but not recognisable: the alert carries no expression to re-run (a
-    // description only), or a DaemonSet has no condition dating its recovery.
-    "recovered-daemonset-new-node-sandbox-warning",
+    // description only).
     "recovered-latency-blip-hikari-warning",
     // Scenarios written for issue 22 from the evidence alone, not yet answered: each asks or
     // answers in part (the other end of a dependency, a node or revision the failing pods
@@ -51,7 +48,6 @@ const EXPECT_FAIL: &[&str] = &[
     "cronjob-crm-sync-hubspot-429-invalid-email-noise",
     "cronjob-invoice-dunning-suspended-healthchecks-yesterday-retry",
     "cronjob-ledger-backup-minio-storage-full",
-    "daemonset-amd64-image-on-new-arm64-nodes",
     "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
     "daemonset-node-exporter-listen-port-changed-probes-fail",
     "daemonset-node-exporter-no-toleration-gpu-nodegroup",
@@ -67,21 +63,17 @@ const EXPECT_FAIL: &[&str] = &[
     "probe-path-changed-actuator-404-rollout-stuck",
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
     "rds-claims-prod-cpu-credits-exhausted",
-    "recovered-nats-spot-reclaim-multiattach-warning",
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
     "rightsizing-cpu-limit-cut-throttling-canary",
-    "sidecar-cloud-sql-proxy-403-invoice-api-neighbour-crashloop",
     "sms-notifier-twilio-429-invalid-number-noise",
     "sqs-order-events-backlog-consumer-kms-access-denied",
     "statefulset-cassandra-offheap-over-memory-limit-tombstone-warnings",
     "statefulset-es-new-ami-nodes-max-map-count",
     "statefulset-zookeeper-runasuser-change-permission-denied",
     "wallet-api-redis-misconf-bgsave-volume-full",
-    // Back from lab/open: the headline names where the failing pods run (the node they share,
-    // the node group only they run on) against their healthy siblings, but not what is wrong
-    // there (the node's Xid 79 journal lines, the JVM sizing its heap from a cgroup v2 host).
-    "job-gpu-xid79-fallen-off-bus-one-node",
+    // The headline names the node group only the failing pods run on, against their healthy
+    // siblings, but not what is wrong there (the JVM sizing its heap from a cgroup v2 host).
     "jvm8-oomkilled-only-on-cgroupv2-nodes",
 ];
 

@@ -206,7 +206,10 @@ async fn round_evidence_claim_and_cache_constraints_hold() {
         CHECK,
     )
     .await;
-    expect_violation(&pool, &format!("{evidence} (1, 'E3', 'pod_describe', 'k8s', 'pods_get', '{{}}', 'd', repeat('a', 3501), now())"), CHECK).await;
+    // An excerpt is at most 7,000 characters (migration 0011: a list of objects may take twice
+    // the usual 3,500).
+    exec(&pool, &format!("{evidence} (1, 'E3', 'pod_list', 'k8s', 'pods_list', '{{}}', 'd', repeat('a', 7000), now())")).await;
+    expect_violation(&pool, &format!("{evidence} (1, 'E4', 'pod_describe', 'k8s', 'pods_get', '{{}}', 'd', repeat('a', 7001), now())"), CHECK).await;
     let claim =
         "INSERT INTO claims (round_id, ordinal, text, evidence_refs, quote, supported) VALUES";
     exec(

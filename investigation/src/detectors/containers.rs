@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::finding::{container_label, in_pod, pod_of_job};
 use super::logscan::LogScan;
 use super::text::{
-    below_error_level, container_for_line, error_chain_gist, field, field_value,
+    below_error_level, container_for_line, embedded_reason, error_chain_gist, field, field_value,
     is_application_log, is_table, looks_like_injection, matching_line, message_of, object_name,
     quote_from, quote_line, table_rows_about,
 };
@@ -177,8 +177,12 @@ pub struct CrashLine {
     pub container: Option<String>,
     /// The line, verbatim.
     pub line: String,
-    /// The line after a banner (`ERROR configuration invalid:`) that says what is wrong.
+    /// The line after a banner (`ERROR configuration invalid:`) that says what is wrong, or
+    /// the part of the line itself that does (the last error of a message spanning lines).
     pub deciding: Option<String>,
+    /// `deciding` is part of `line`.
+    #[serde(default)]
+    pub deciding_within: bool,
     /// Read from the previous (crashed) container's log rather than the current one.
     pub from_previous: bool,
     /// The container was stopped by a signal (exit 143 or 137) before it wrote this: its last
@@ -192,6 +196,7 @@ impl CrashLine {
     /// crash line was a banner.
     fn said(&self) -> String {
         match &self.deciding {
+            Some(deciding) if self.deciding_within => message_of(deciding),
             Some(deciding) => format!(
                 "{} {}",
                 message_of(&self.line).trim_end_matches(':'),
@@ -222,6 +227,7 @@ impl Payload for CrashLine {
                 "2025-03-04T14:02:02Z ERROR migration V58 failed: must be owner of table accounts"
                     .into(),
             deciding: None,
+            deciding_within: false,
             from_previous: true,
             after_signal: false,
         }
@@ -915,7 +921,8 @@ fn crash_line(
             continue;
         };
         let (_, line) = scan.lines[at];
-        // The line after a banner, or an indented continuation, says what is wrong.
+        // The line after a banner, or an indented continuation, says what is wrong; in a
+        // structured line whose message spans lines, its last error line does.
         let deciding = scan
             .lines
             .get(at + 1)
@@ -924,6 +931,11 @@ fn crash_line(
                 !next.trim().is_empty()
                     && (BANNER.is_match(line) || next.starts_with(char::is_whitespace))
             });
+        let within = deciding
+            .is_none()
+            .then(|| embedded_reason(line))
+            .flatten()
+            .map(|start| quote_from(line, start));
         let from_previous = log.capability == Capability::PodLogsPrevious;
         let container = log
             .string_arg(&["container", "container_name"])
@@ -931,6 +943,9 @@ fn crash_line(
         let mut refs = vec![cite(log, quote_line(line))];
         if let Some(deciding) = deciding {
             refs.push(cite(log, quote_line(deciding)));
+        }
+        if let Some(within) = &within {
+            refs.push(cite(log, within.clone()));
         }
         let after_signal = signalled
             .iter()
@@ -941,7 +956,8 @@ fn crash_line(
                     pod: scan.pod.clone(),
                     container,
                     line: quote_line(line),
-                    deciding: deciding.map(quote_line),
+                    deciding_within: within.is_some(),
+                    deciding: deciding.map(quote_line).or(within),
                     from_previous,
                     after_signal,
                 },

@@ -74,6 +74,13 @@ pub struct Dependency {
 }
 
 impl Dependency {
+    /// Whether the endpoint is the pod itself (`localhost`, `127.0.0.1`): a sidecar.
+    fn to_sidecar(&self) -> bool {
+        self.endpoint
+            .as_deref()
+            .is_some_and(|e| host_name(&split_endpoint(e).0) == HostName::Loopback)
+    }
+
     /// The endpoint as a report names it.
     fn name(&self) -> &str {
         self.endpoint
@@ -96,8 +103,10 @@ impl Payload for Dependency {
         }
     }
 
+    /// A symptom when the other end is up (a ready Service) or is the pod itself (a sidecar
+    /// on `localhost`): the failure is where the connection goes, and that side says why.
     fn role(&self) -> Role {
-        if self.peer_ready.is_some() {
+        if self.peer_ready.is_some() || self.to_sidecar() {
             Role::Symptom
         } else {
             Self::SPEC.role
@@ -186,6 +195,16 @@ impl Payload for Dependency {
         let (DependencyFailure::Connect, Some(endpoint)) = (&self.failure, &self.endpoint) else {
             return Vec::new();
         };
+        if self.to_sidecar() {
+            return self
+                .pod
+                .iter()
+                .map(|pod| Lead::Sidecars {
+                    pod: pod.clone(),
+                    port: split_endpoint(endpoint).1,
+                })
+                .collect();
+        }
         let named = service_hosts(&self.says);
         std::iter::once(split_endpoint(endpoint))
             .chain(named)

@@ -26,6 +26,9 @@ pub enum Lead {
     NodesTainted { key: String },
     /// A pod another object names (an event's, a log's).
     Pod { namespace: String, name: String },
+    /// The other containers of a pod whose log cannot reach `localhost:port`: the sidecar that
+    /// serves it (a database proxy, a mesh proxy) says why.
+    Sidecars { pod: String, port: Option<u16> },
 }
 
 impl Lead {
@@ -39,6 +42,12 @@ impl Lead {
             Lead::Node { name } => format!("node `{name}`"),
             Lead::NodesTainted { key } => format!("nodes tainted `{key}`"),
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
+            Lead::Sidecars { pod, port } => match port {
+                Some(port) => {
+                    format!("the containers beside the client in pod `{pod}` (port {port})")
+                }
+                None => format!("the containers beside the client in pod `{pod}`"),
+            },
         }
     }
 }

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::same_container;
 use super::series::shape::{
-    HIGH_R2, LimitProjection, MIN_MEMORY_GROWTH_HOURS, Shape, classify, describe_growth,
-    describe_shape, project_to_limit, since_last_reset,
+    HIGH_R2, LimitProjection, MIN_MEMORY_GROWTH_HOURS, Shape, classify, climbs_from_start,
+    describe_growth, describe_shape, first_run, project_to_limit, since_last_reset, stays_flat,
 };
 use super::series::{
     Item, QuotedSeries, SeriesKind, Unit, all_series, format_bytes, format_duration, format_hours,
@@ -246,10 +246,14 @@ impl Payload for MemoryGrowth {
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let all = items(round.evidence);
     let revisions = super::changes::revisions(round);
+    let onset = workload_onset(&all);
     all_series(&all)
-        .filter(|(_, kind, _)| *kind == SeriesKind::MemoryUsage)
+        .filter(|(item, kind, _)| *kind == SeriesKind::MemoryUsage && !across_pods(item))
         .filter_map(|(item, _, series)| growth(item.evidence, series, &all, round.ctx))
         .map(|mut finding| {
+            if let Some(onset) = &onset {
+                onset.date(&mut finding);
+            }
             began_with(&mut finding, &revisions);
             finding
         })
@@ -268,8 +272,13 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
 }
 
 /// When a steady climb left the level the series began at: the last sample still within a
-/// tenth of the way from that level to the peak.
+/// tenth of the way from that level to the peak, before the series' first reset. A series
+/// that climbs from its first sample began with it.
 fn climb_onset(points: &[(f64, f64)]) -> Option<DateTime<Utc>> {
+    let points = first_run(points);
+    if climbs_from_start(points) {
+        return DateTime::from_timestamp(points.first()?.0 as i64, 0);
+    }
     let mut first: Vec<f64> = points.iter().take(4).map(|(_, v)| *v).collect();
     if points.len() < 6 {
         return None;
@@ -280,6 +289,73 @@ fn climb_onset(points: &[(f64, f64)]) -> Option<DateTime<Utc>> {
     let near_level = level + (peak - level) * 0.1;
     let last_low = points.iter().rposition(|(_, v)| *v <= near_level)?;
     DateTime::from_timestamp(points[last_low].0 as i64, 0)
+}
+
+/// Whether `item` is a query over a workload's pods (`pod=~"api-.+"`, answered with a series
+/// per pod): read for where a climb began, not as one container's memory.
+fn across_pods(item: &Item<'_>) -> bool {
+    let mut pods: Vec<&str> = item
+        .series
+        .iter()
+        .filter_map(|(_, s)| s.series.labels.get("pod").map(String::as_str))
+        .collect();
+    pods.dedup();
+    pods.len() >= 2
+        && item
+            .evidence
+            .string_arg(&["query", "expr", "promql"])
+            .is_some_and(|q| q.contains("pod=~"))
+}
+
+/// Where a workload's climb began, read across its pods: the earliest pod whose memory climbed
+/// from its start, while another pod's stayed flat for an hour or more before that.
+struct Onset<'a> {
+    at: DateTime<Utc>,
+    evidence: &'a Evidence,
+    series: &'a QuotedSeries<'a>,
+}
+
+impl Onset<'_> {
+    /// Dates `finding`'s climb by the workload's, when its own series starts with its climb.
+    fn date(&self, finding: &mut Finding) {
+        let Fact::MemoryGrowth(growth) = &mut finding.fact else {
+            return;
+        };
+        if growth.started.is_some() {
+            return;
+        }
+        growth.started = Some(self.at);
+        finding.add_ref(cite(self.evidence, self.series.labels_text.to_string()), 8);
+        if let Some(pair) = self.series.pair_texts.first() {
+            finding.add_ref(cite(self.evidence, (*pair).to_string()), 8);
+        }
+    }
+}
+
+fn workload_onset<'a>(all: &'a [Item<'a>]) -> Option<Onset<'a>> {
+    let across: Vec<(&Evidence, &QuotedSeries<'_>)> = all_series(all)
+        .filter(|(item, kind, _)| *kind == SeriesKind::MemoryUsage && across_pods(item))
+        .map(|(item, _, series)| (item.evidence, series))
+        .collect();
+    let climbing = across
+        .iter()
+        .filter(|(_, s)| climbs_from_start(first_run(&s.series.points)))
+        .filter_map(|(e, s)| Some((first_run(&s.series.points).first()?.0, *e, *s)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let (start, evidence, series) = climbing;
+    let baseline = across.iter().any(|(_, s)| {
+        let before: Vec<(f64, f64)> = first_run(&s.series.points)
+            .iter()
+            .copied()
+            .filter(|(t, _)| *t <= start)
+            .collect();
+        before.first().is_some_and(|(t, _)| start - t >= 3600.0) && stays_flat(&before)
+    });
+    baseline.then(|| Onset {
+        at: DateTime::from_timestamp(start as i64, 0).unwrap_or_default(),
+        evidence,
+        series,
+    })
 }
 
 /// How close before a climb's start (or after it, clocks and scrape intervals apart) a rollout

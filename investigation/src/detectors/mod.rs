@@ -42,6 +42,7 @@ pub mod endpoints;
 pub mod errors;
 pub mod images;
 pub mod jobs;
+pub mod kernel;
 pub mod memory;
 pub mod nodes;
 pub mod ports;
@@ -229,6 +230,7 @@ registry! {
     traces: [SlowSpan],
     errors: [ErrorLine, WarningEvent],
     revisions: [RevisionDiff],
+    kernel: [KernelFault],
     siblings: [SharedByFailing],
     recovery: [Recovered],
 }

@@ -212,6 +212,16 @@ impl Payload for Recovered {
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let ctx = round.ctx;
+    let mut pods: Vec<(&Evidence, &Value)> = round.pods();
+    let listed: Vec<(&Evidence, (&str, Value))> = round
+        .of(Capability::PodList)
+        .flat_map(|e| {
+            super::revisions::records(&e.excerpt)
+                .into_iter()
+                .map(move |r| (e, r))
+        })
+        .collect();
+    pods.extend(listed.iter().map(|(e, (_, object))| (*e, object)));
     let mut out = Vec::new();
     out.extend(
         round
@@ -233,7 +243,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                         Some("Deployment" | "StatefulSet" | "DaemonSet")
                     ) =>
             {
-                out.extend(workload(evidence, object, ctx.alert_start));
+                out.extend(workload(evidence, object, ctx, &pods));
             }
             _ => {}
         }
@@ -502,7 +512,13 @@ fn container(evidence: &Evidence, pod: &Value, alert: Option<DateTime<Utc>>) -> 
 
 /// A workload whose every desired replica is updated, ready and available again, with a
 /// condition that changed since shortly before the alert (its rollout finished).
-fn workload(evidence: &Evidence, object: &Value, alert: Option<DateTime<Utc>>) -> Option<Finding> {
+fn workload(
+    evidence: &Evidence,
+    object: &Value,
+    ctx: &DetectionContext,
+    pods: &[(&Evidence, &Value)],
+) -> Option<Finding> {
+    let alert = ctx.alert_start;
     let (Some(kind), Some(name), _) = kube::identity(object) else {
         return None;
     };
@@ -544,10 +560,16 @@ fn workload(evidence: &Evidence, object: &Value, alert: Option<DateTime<Utc>>) -
         })
         .filter_map(|at| DateTime::parse_from_rfc3339(at).ok())
         .map(|at| at.with_timezone(&Utc))
-        .max()?;
+        .max();
+    // A StatefulSet or DaemonSet keeps no condition dating it: its pods' readiness does.
+    let ready_pods = ready_since(kind, name, pods);
+    let changed = changed.or(ready_pods.as_ref().map(|(at, _, _)| *at))?;
     if alert.is_none_or(|alert| changed < alert - Duration::minutes(10)) {
         return None;
     }
+    // The workload the alert is about, whole again for a while: what it saw has ended.
+    let verified =
+        ctx.default_resource.as_deref() == Some(name) && evidence.fetched_at - changed >= QUIET_FOR;
     let mut f = Finding::new(
         Recovered {
             recovery: Recovery::Workload {
@@ -558,7 +580,7 @@ fn workload(evidence: &Evidence, object: &Value, alert: Option<DateTime<Utc>>) -
             since: changed,
         },
         Confidence::High,
-        false,
+        verified,
     )
     .dated(Some(changed));
     let ready_key = if kind == "DaemonSet" {
@@ -567,7 +589,56 @@ fn workload(evidence: &Evidence, object: &Value, alert: Option<DateTime<Utc>>) -
         "readyReplicas:"
     };
     cite_values(&mut f, evidence, &[ready_key, "NewReplicaSetAvailable"]);
+    if let Some((_, pod_evidence, since)) = ready_pods {
+        cite_values(&mut f, pod_evidence, &[since.as_str()]);
+    }
     (!f.refs.is_empty()).then_some(f)
+}
+
+/// When the last of workload `kind`/`name`'s pods the round holds became ready, with the
+/// evidence and time text that say so; `None` unless every one of them is ready.
+fn ready_since<'a>(
+    kind: &str,
+    name: &str,
+    pods: &[(&'a Evidence, &Value)],
+) -> Option<(DateTime<Utc>, &'a Evidence, String)> {
+    let owned = |pod: &Value| {
+        pod.pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(
+                |o| match (kube::str_at(o, "/kind"), kube::str_at(o, "/name")) {
+                    (Some("ReplicaSet"), Some(owner)) => {
+                        kind == "Deployment"
+                            && owner
+                                .strip_prefix(name)
+                                .is_some_and(|rest| rest.starts_with('-'))
+                    }
+                    (Some(owner_kind), Some(owner)) => owner_kind == kind && owner == name,
+                    _ => false,
+                },
+            )
+    };
+    let mut latest: Option<(DateTime<Utc>, &Evidence, String)> = None;
+    let mut any = false;
+    for (evidence, pod) in pods.iter().filter(|(_, p)| owned(p)) {
+        any = true;
+        let ready = kube::conditions_of(pod)
+            .into_iter()
+            .find(|c| c.kind == "Ready")?;
+        if ready.status != "True" {
+            return None;
+        }
+        let since = ready.since?;
+        let at = DateTime::parse_from_rfc3339(&since)
+            .ok()?
+            .with_timezone(&Utc);
+        if latest.as_ref().is_none_or(|(t, _, _)| at > *t) {
+            latest = Some((at, evidence, since));
+        }
+    }
+    any.then_some(latest).flatten()
 }
 
 #[cfg(test)]

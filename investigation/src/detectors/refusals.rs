@@ -1,9 +1,10 @@
 //! A dependency that answers, and refuses the work for a reason of its own state: read-only (a
 //! replica after a failover, a flood-stage disk block), out of room (Redis at `maxmemory`), locked,
 //! overloaded (ClickHouse's too many parts, Elasticsearch's rejected executions), not serving
-//! yet (loading, in recovery, no leader), or over a rate limit it enforces (HTTP 429, an
-//! ingestion limit, an SDK's throttling exception). Read from the clients' logs, in the words the servers
-//! themselves answer with, one finding per dependency and state.
+//! yet (loading, in recovery, no leader), over a rate limit it enforces (HTTP 429, an
+//! ingestion limit, an SDK's throttling exception), or refusing the client's credentials (HTTP
+//! 401/403, a cloud API's `NOT_AUTHORIZED`, `AccessDenied`). Read from the clients' logs, in the
+//! words the servers themselves answer with, one finding per dependency and state.
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
@@ -43,6 +44,9 @@ pub enum RefusedState {
     /// Over a rate limit or quota the dependency enforces: HTTP 429, an ingestion limit, an
     /// SDK's throttling exception.
     RateLimited,
+    /// The client's credentials or permissions refused, as the client hears it: HTTP 401 or
+    /// 403, a cloud API's `NOT_AUTHORIZED` / `PERMISSION_DENIED` / `AccessDenied`.
+    Denied,
 }
 
 impl RefusedState {
@@ -54,6 +58,7 @@ impl RefusedState {
             RefusedState::Overloaded => "rejects work it is too loaded to take",
             RefusedState::NotServing => "is not serving (loading, recovering or leaderless)",
             RefusedState::RateLimited => "throttles the client over its rate limit",
+            RefusedState::Denied => "refuses the client's credentials or permissions",
         }
     }
 
@@ -81,6 +86,10 @@ impl RefusedState {
             RefusedState::RateLimited => {
                 "which limit the client hits (its quota, a per-tenant or per-app rate) and \
                  whether the client's volume grew; slow the client or raise the limit"
+            }
+            RefusedState::Denied => {
+                "which identity the client uses (its service account, key or token) and what it \
+                 may do now: a rotated key, a removed role or binding, a changed key policy"
             }
         }
     }
@@ -114,6 +123,11 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
             RefusedState::RateLimited,
             r"(?i)\bHTTP(?: status)?[ =:]*429\b|\bcode\(429\)|\b429 Too Many Requests\b|\bToo Many Requests\b|\b(?:ingestion )?rate limit (?:exceeded|reached)\b|\bThrottlingException\b|\bTooManyRequestsException\b|\bProvisionedThroughputExceededException\b|\bRequestLimitExceeded\b",
         ),
+        // As the client hears it: a server's own log of a stranger's failed login is not.
+        (
+            RefusedState::Denied,
+            r"\bError 40[13]\b|\b40[13] (?:Forbidden|Unauthorized)\b|\b(?i:status(?:Code)?|HTTP(?: status)?)[ =:]*40[13]\b|\bcode\(40[13]\)|\bNOT_AUTHORIZED\b|\bPERMISSION_DENIED\b|\b\w*AccessDenied(?:Exception)?\b|\bUnrecognizedClientException\b|\bInvalidClientTokenId\b|\bExpiredTokenException\b",
+        ),
     ];
     states
         .into_iter()
@@ -130,6 +144,9 @@ static ENDPOINT: LazyLock<Regex> = regex!(
 pub struct Refusal {
     /// The pod whose log shows it (a client's, or the dependency's own).
     pub pod: Option<String>,
+    /// The container whose log it is, when the log was read per container (a sidecar's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// The dependency as the line names it (`host:port`, a Service's DNS name).
     pub dependency: Option<String>,
     pub state: RefusedState,
@@ -145,6 +162,7 @@ impl Payload for Refusal {
     fn example() -> Self {
         Self {
             pod: Some("checkout-7d9f6c8b54-2lq8n".into()),
+            container: None,
             dependency: Some(
                 "session-redis-0.session-redis-headless.shop.svc.cluster.local:6379".into(),
             ),
@@ -168,9 +186,18 @@ impl Payload for Refusal {
         } else {
             format!("{} times", self.count)
         };
+        let log = match &self.container {
+            Some(container) => format!("The log of container `{container}`"),
+            None => "The log".to_string(),
+        };
+        let why = match self.state {
+            RefusedState::Denied => {
+                "the dependency is up and answers, and it refuses this client's identity"
+            }
+            _ => "the dependency is up, and its state is what fails the requests",
+        };
         format!(
-            "The log{} shows the dependency answering with a refusal of its own ({times}); \
-             the dependency is up, and its state is what fails the requests.",
+            "{log}{} shows the dependency answering with a refusal of its own ({times}); {why}.",
             in_pod(self.pod.as_deref()),
         )
     }
@@ -198,7 +225,16 @@ impl Payload for Refusal {
         format!("On {who}, find {}.", self.state.check())
     }
 
+    /// Its pod's failures, and the connections that fail in that pod for it: to the sidecar
+    /// that logs the refusal (`localhost`), or to the dependency the line does not name.
     fn explains(&self, effect: &super::Finding) -> bool {
+        if let super::Fact::Dependency(d) = &effect.fact {
+            return super::same_pod(self.pod.as_deref(), d.pod.as_deref())
+                && d.endpoint.as_deref().is_none_or(|e| {
+                    host_name(&split_endpoint(e).0) == HostName::Loopback
+                        || self.dependency.as_deref() == Some(e)
+                });
+        }
         pod_failure_explains(self.pod.as_deref(), effect)
     }
 
@@ -283,6 +319,10 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 Finding::new(
                     Refusal {
                         pod: scan.pod.clone(),
+                        container: scan
+                            .evidence
+                            .string_arg(&["container", "container_name"])
+                            .map(str::to_string),
                         dependency,
                         state,
                         count,

@@ -13,7 +13,7 @@
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
-//! | [`SharedByFailing`] | cause when *located*, else context (a lead) | located: at least [`LOCATED_FAILING`] failing pods share a node or node generation, at least [`LOCATED_HEALTHY`] healthy siblings of the same revision run elsewhere |
+//! | [`SharedByFailing`] | cause when *located*, else context (a lead) | located: at least [`LOCATED_FAILING`] failing pods share a node or node generation, at least [`LOCATED_HEALTHY`] healthy siblings of the same revision run elsewhere (two and one when the node's kernel reports a fault) |
 //!
 //! A located failure is the node's, not the code's: the pods run one template and fail only
 //! where they share a place, so the crash line, OOM kill or failed Job each failing pod shows
@@ -29,7 +29,7 @@ use super::lead::Lead;
 use super::revisions::records;
 use super::text::quote_line;
 use super::{
-    Citation, Confidence, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene,
+    Citation, Confidence, Fact, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene,
     Subject, cite,
 };
 use crate::evidence::{Capability, Evidence};
@@ -379,7 +379,11 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         .into_iter()
         .filter_map(|workload| {
             let own: Vec<&Pod<'_>> = pods.iter().filter(|p| &p.workload == workload).collect();
-            shared_by_failing(workload, &own, &nodes)
+            shared_by_failing(workload, &own, &nodes, |node| {
+                round.found.iter().any(|f| {
+                    matches!(&f.fact, Fact::KernelFault(k) if k.node == node) && f.verified
+                })
+            })
         })
         .collect()
 }
@@ -389,6 +393,7 @@ fn shared_by_failing(
     (kind, workload): &(String, String),
     own: &[&Pod<'_>],
     nodes: &[Node<'_>],
+    node_faulted: impl Fn(&str) -> bool,
 ) -> Option<Finding> {
     let failing: Vec<&Pod<'_>> = own
         .iter()
@@ -485,10 +490,18 @@ fn shared_by_failing(
         Sharing::Revision => Confidence::Low,
         _ => Confidence::Medium,
     };
+    // A fault the node's own kernel reports corroborates the place: two failing pods there
+    // and one healthy sibling elsewhere locate it.
+    let corroborated = shared[0].sharing == Sharing::Node && node_faulted(&shared[0].value);
+    let (least_failing, least_healthy) = if corroborated {
+        (2, 1)
+    } else {
+        (LOCATED_FAILING, LOCATED_HEALTHY)
+    };
     let located = shared[0].sharing != Sharing::Revision
         && healthy_baseline
-        && failing.len() >= LOCATED_FAILING
-        && baseline_pods.len() >= LOCATED_HEALTHY
+        && failing.len() >= least_failing
+        && baseline_pods.len() >= least_healthy
         && same_revision(&failing, &healthy);
     let finding = SharedByFailing {
         workload_kind: kind.clone(),

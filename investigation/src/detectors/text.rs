@@ -46,6 +46,21 @@ pub fn quote_line(line: &str) -> String {
     prefix(line.trim(), MAX_QUOTE_CHARS).trim_end().to_string()
 }
 
+/// Where the reason starts in a structured log line whose message holds several lines
+/// (escaped `\n`, as JSON writes them: an exception's summary, then what caused it): the byte
+/// offset of the last embedded line that reports an error, when it is not the first.
+pub fn embedded_reason(line: &str) -> Option<usize> {
+    let mut offset = None;
+    let mut at = 0;
+    for (i, segment) in line.split("\\n").enumerate() {
+        if i > 0 && crate::excerpt::is_errorish_line(segment) {
+            offset = Some(at);
+        }
+        at += segment.len() + 2;
+    }
+    offset
+}
+
 /// A verbatim quote of `line` starting at byte `start` (a match start, so a char boundary),
 /// cut to [`MAX_QUOTE_CHARS`]. Used when a line is long and the interesting part is late in it.
 pub fn quote_from(line: &str, start: usize) -> String {

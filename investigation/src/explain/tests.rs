@@ -101,6 +101,7 @@ fn one_story_is_one_cause_a_missing_setting_and_the_exit_it_causes_are_not_two()
             container: Some("api".into()),
             line: "ERROR config: required key PAYMENT_MODE is not set".into(),
             deciding: None,
+            deciding_within: false,
             from_previous: true,
             after_signal: false,
         }),
@@ -236,6 +237,7 @@ fn a_drain_explains_the_sigterm_its_teardown_lines_and_the_failed_job() {
             container: None,
             line: "ERROR reconcile failed: context canceled".into(),
             deciding: None,
+            deciding_within: false,
             from_previous: false,
             after_signal: true,
         }),
@@ -402,6 +404,7 @@ fn a_pods_failure_explains_only_the_job_that_pod_ran_for() {
             container: None,
             line: "FATAL: password authentication failed".into(),
             deciding: None,
+            deciding_within: false,
             from_previous: true,
             after_signal: false,
         })

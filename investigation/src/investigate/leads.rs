@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::detectors::lead::{HostName, host_name};
 use crate::detectors::{Finding, Lead, Role};
 use crate::evidence::Capability;
-use crate::kube::{self, PodInfo, pods_in_list, rank_pods, selector_of};
+use crate::kube::{self, PodInfo, pod_of, pods_in_list, rank_pods, selector_of};
 use crate::tools::{CapabilityRequest, EvidenceSource};
 
 use super::collect::Collector;
@@ -251,6 +251,13 @@ pub async fn follow<E: EvidenceSource>(
                 .unwrap_or_default();
             reached.nodes.extend(tainted.into_iter().take(MAX_TAINTED));
         }
+        Lead::Sidecars { pod, .. } => match namespace {
+            Some(namespace) => sidecars(c, namespace, pod).await,
+            None => c.skip(
+                Capability::PodLogsCurrent,
+                format!("pod `{pod}`'s other containers: the alert names no namespace"),
+            ),
+        },
         Lead::Pod { namespace, name } => reached.pods.push(PodInfo {
             name: name.clone(),
             namespace: Some(namespace.clone()),
@@ -259,6 +266,61 @@ pub async fn follow<E: EvidenceSource>(
     }
     reached
 }
+
+/// The most containers of one pod whose logs a sidecar lead reads.
+const MAX_SIDECARS: usize = 3;
+
+/// The containers of `pod` beside the one that cannot reach `localhost`: each one's log (and
+/// its crashed instance's, when it restarted), so the sidecar serving the port says why.
+async fn sidecars<E: EvidenceSource>(c: &mut Collector<'_, E>, namespace: &str, pod: &str) {
+    let described = c
+        .fetch(
+            CapabilityRequest::PodDescribe {
+                namespace: namespace.to_string(),
+                pod: pod.to_string(),
+            },
+            format!("pod `{pod}`: its containers, to read the one serving `localhost`"),
+        )
+        .await;
+    let Some(info) = described.as_deref().and_then(|text| pod_of(text, pod)) else {
+        return;
+    };
+    for container in info
+        .containers
+        .iter()
+        .filter(|c| !c.init && !c.name.is_empty())
+        .take(MAX_SIDECARS)
+    {
+        let logs = |previous: bool| CapabilityRequest::PodLogs {
+            namespace: namespace.to_string(),
+            pod: pod.to_string(),
+            container: Some(container.name.clone()),
+            previous,
+            tail_lines: SIDECAR_TAIL_LINES,
+        };
+        if container.restarts > 0 {
+            c.fetch(
+                logs(true),
+                format!(
+                    "container `{}` restarted: its crashed instance's log",
+                    container.name
+                ),
+            )
+            .await;
+        }
+        c.fetch(
+            logs(false),
+            format!(
+                "container `{}` of pod `{pod}`: what the side the client cannot reach logs",
+                container.name
+            ),
+        )
+        .await;
+    }
+}
+
+/// Lines asked of a sidecar's log.
+const SIDECAR_TAIL_LINES: u32 = 200;
 
 /// A Service's side: the Service (its selector and ports), its Endpoints, its pods.
 async fn service_end<E: EvidenceSource>(

@@ -12,6 +12,7 @@ use chrono::Duration;
 
 use crate::catalogue;
 use crate::evidence::Capability;
+use crate::kube;
 use crate::state::IncidentState;
 use crate::tools::{CapabilityRequest, EvidenceSource};
 use firstline_alert::AlertTarget;
@@ -27,6 +28,8 @@ const POINTS: i64 = 96;
 const WINDOW_HOURS: i64 = 6;
 /// Window for memory and restarts, hours.
 const LONG_WINDOW_HOURS: i64 = 48;
+/// Window for a workload's memory across its pods and revisions, hours.
+const WORKLOAD_WINDOW_HOURS: i64 = 168;
 /// Error lines asked from Loki.
 const LOG_LINES: u32 = 50;
 /// Traces asked from Tempo.
@@ -39,6 +42,14 @@ const REQUEST_COUNTERS: [&str; 5] = [
     "http_server_requests_seconds_count",
     "http_server_request_duration_seconds_count",
 ];
+
+/// Whether `pod` was created after `since` (not known: no).
+fn created_after(pod: &kube::PodInfo, since: chrono::DateTime<chrono::Utc>) -> bool {
+    pod.created
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| t.with_timezone(&chrono::Utc) > since)
+}
 
 /// Queries the alert's metric, resource metrics, Loki and Tempo, as far as they apply.
 pub async fn gather<E: EvidenceSource>(
@@ -121,6 +132,25 @@ pub async fn gather<E: EvidenceSource>(
                 "memory: the limit the working set is measured against",
             )
             .await;
+            // A pod younger than the window shows a climb from its own start, whichever
+            // revision it runs: the workload's pods over a week show where the climb began.
+            if let Some(workload) = kube::deployment_of(pod)
+                && created_after(pod, anchor - Duration::hours(LONG_WINDOW_HOURS))
+            {
+                c.fetch(
+                    range(
+                        WORKLOAD_WINDOW_HOURS,
+                        format!(
+                            "sum by (pod) (container_memory_working_set_bytes{{namespace=\"{namespace}\", pod=~\"{workload}-[a-z0-9]+-[a-z0-9]+\", container!=\"\", container!=\"POD\"}})"
+                        ),
+                    ),
+                    format!(
+                        "memory: every pod of `{workload}` over a week (past ones too), to see \
+                         whether the climb began before this pod, with an earlier revision"
+                    ),
+                )
+                .await;
+            }
         }
         if mentions(&words, &["cpu", "throttl", "latency", "slow"]) {
             c.fetch(

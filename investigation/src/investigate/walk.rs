@@ -33,7 +33,7 @@ use super::collect::Collector;
 use super::found::Found;
 use super::leads::{self, MAX_LEADS, Proposed, WorkList, pod_leads};
 use super::outside;
-use super::pods::restart_signal;
+use super::pods::{main_container, restart_signal};
 use super::target::{self, Start};
 use super::telemetry;
 use crate::detectors::{Standing, run_detectors};
@@ -49,7 +49,7 @@ const MAX_CONTAINERS: usize = 2;
 /// The most nodes and claims followed.
 const MAX_FOLLOWED: usize = 2;
 /// The most nodes read to compare where failing and healthy siblings run (half of each).
-const MAX_COMPARED_NODES: usize = 4;
+const MAX_COMPARED_NODES: usize = 6;
 
 /// Walks from the alert's objects through the graph, within `c`'s budgets.
 pub async fn walk<E: EvidenceSource>(
@@ -698,7 +698,10 @@ async fn inspect_pod<E: EvidenceSource>(
         let restarted = described
             .as_deref()
             .map_or(listed_restarted, restart_signal);
-        let container = target.container.clone();
+        let container = target.container.clone().or_else(|| {
+            let workload = workload_name(&info).unwrap_or_else(|| info.name.clone());
+            several.then(|| main_container(&info, &workload)).flatten()
+        });
         if restarted {
             c.fetch(
                 logs(container.clone(), true),

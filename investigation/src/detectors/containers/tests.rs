@@ -479,3 +479,30 @@ fn prompt_injection_in_logs_creates_no_verified_finding() {
         "{findings:#?}"
     );
 }
+
+#[test]
+fn a_json_message_spanning_lines_is_told_by_its_last_error_line() {
+    let mut log_args = pod_args();
+    log_args["container"] = json!("api");
+    let log = r#"{"@timestamp":"2025-01-01T00:00:04.902Z", "log.level": "INFO", "message":"bound or publishing to a non-loopback address, enforcing bootstrap checks"}
+{"@timestamp":"2025-01-01T00:00:04.906Z", "log.level":"ERROR", "message":"node validation exception\n[1] bootstrap checks failed. You must address the points described in the following [1] lines before starting Elasticsearch. For more information see [https://www.elastic.co/guide/en/elasticsearch/reference/8.15/bootstrap-checks.html]\nbootstrap check failure [1] of [1]: max virtual memory areas vm.max_map_count [65530] is too low, increase to at least [262144]", "ecs.version": "1.2.0"}
+"#;
+    let evidence = [
+        describe(1, DESCRIBE_EXIT_78),
+        ev(2, Capability::PodLogsPrevious, log_args, log),
+    ];
+    let findings = detect(&evidence, &ctx());
+    let crashed = find(&findings, Kind::CrashLine);
+    assert_contains(
+        &crashed.title(),
+        "crashed: `bootstrap check failure [1] of [1]: max virtual memory areas vm.max_map_count",
+    );
+    assert!(
+        crate::detectors::testing::quotes(crashed)
+            .iter()
+            .any(|q| q.starts_with("bootstrap check failure [1] of [1]")),
+        "{crashed:#?}"
+    );
+    // A line that holds one message only is quoted as it is.
+    assert_eq!(embedded_reason(r#"{"message":"connection refused"}"#), None);
+}

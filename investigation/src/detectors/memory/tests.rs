@@ -300,3 +300,94 @@ fn a_climb_names_the_revision_it_began_with_not_the_newest() {
     let growth = find(&detect(&evidence, &ctx()), Kind::MemoryGrowth).clone();
     assert!(!growth.title().contains("since"), "{}", growth.title());
 }
+
+#[test]
+fn a_new_pods_climb_names_the_revision_the_workloads_climb_began_with() {
+    use chrono::{DateTime, Utc};
+    let iso = |t: f64| {
+        DateTime::<Utc>::from_timestamp(t as i64, 0)
+            .expect("time")
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let hour = 3600.0;
+    // The current pod (revision 8, started at 36 h) climbs from its own start.
+    let current: Vec<(f64, f64)> = (0..25)
+        .map(|i| {
+            let h = 36.0 + f64::from(i) * 0.5;
+            (T0 + h * hour, (300.0 + 55.0 * (h - 36.0)) * MIB)
+        })
+        .collect();
+    // The workload's pods over a week: revision 6's flat, revision 7's climbing from its start
+    // at 12 h (and killed at 24 h), revision 8's climbing from 36 h.
+    let pod_labels = |pod: &str| {
+        json!({"__name__": "container_memory_working_set_bytes", "namespace": "shop",
+               "pod": pod, "container": "api"})
+    };
+    let flat: Vec<(f64, f64)> = (0..13)
+        .map(|i| (T0 + f64::from(i) * hour, 310.0 * MIB))
+        .collect();
+    let seven: Vec<(f64, f64)> = (12..25)
+        .map(|h| {
+            (
+                T0 + f64::from(h) * hour,
+                (300.0 + 55.0 * f64::from(h - 12)) * MIB,
+            )
+        })
+        .collect();
+    let across = matrix(
+        &[
+            (pod_labels("gateway-5d8f7c6b4-aaaaa"), flat),
+            (pod_labels("gateway-6c9d8e7f5-bbbbb"), seven),
+            (pod_labels(POD), current.clone()),
+        ],
+        false,
+        Style::Compact,
+    );
+    let history = format!(
+        "- creationTimestamp: \"{}\"\n  revision: 6\n  image: registry/gateway:5.1.4\n\
+         - creationTimestamp: \"{}\"\n  revision: 7\n  image: registry/gateway:5.2.0\n\
+         - creationTimestamp: \"{}\"\n  revision: 8\n  image: registry/gateway:5.2.1\n",
+        iso(T0 - 9.0 * 86400.0),
+        iso(T0 + 11.8 * hour),
+        iso(T0 + 35.9 * hour),
+    );
+    let query = "sum by (pod) (container_memory_working_set_bytes{namespace=\"shop\", pod=~\"gateway-[a-z0-9]+-[a-z0-9]+\"})";
+    let evidence = [
+        metric(1, "", &working_set(current.clone())),
+        metric(2, query, &across),
+        crate::detectors::testing::history(3, &history),
+    ];
+    let findings = detect(&evidence, &ctx());
+    // One finding, about the current pod: the workload's series date it, they are not leaks
+    // of their own.
+    assert_eq!(
+        findings
+            .iter()
+            .filter(|f| f.kind() == Kind::MemoryGrowth)
+            .count(),
+        1
+    );
+    let growth = find(&findings, Kind::MemoryGrowth);
+    assert_contains(
+        &growth.title(),
+        "since revision 7 (`registry/gateway:5.2.0`)",
+    );
+    assert!(
+        growth
+            .refs
+            .iter()
+            .any(|r| r.evidence == evidence[1].id && r.quote.contains("gateway-6c9d8e7f5-bbbbb")),
+        "{:#?}",
+        growth.refs
+    );
+
+    // With no pod flat before the climb, nothing dates it.
+    let no_baseline = matrix(&[(pod_labels(POD), current.clone())], false, Style::Compact);
+    let evidence = [
+        metric(1, "", &working_set(current)),
+        metric(2, query, &no_baseline),
+        crate::detectors::testing::history(3, &history),
+    ];
+    let growth = find(&detect(&evidence, &ctx()), Kind::MemoryGrowth).clone();
+    assert!(!growth.title().contains("since"), "{}", growth.title());
+}

@@ -140,3 +140,63 @@ fn the_services_own_access_log_answering_429_is_not_a_dependency_throttling() {
     let findings = detect(&[log_of(1, CLIENT, log)], &service_level());
     assert!(all_of(&findings, Kind::Refusal).is_empty(), "{findings:#?}");
 }
+
+#[test]
+fn credentials_refused_as_the_client_hears_it_not_a_servers_log_of_a_strangers_login() {
+    for line in [
+        r#"{"severity":"ERROR","message":"failed to get instance metadata: googleapi: Error 403: boss::NOT_AUTHORIZED: Not authorized to access resource. Possibly missing permission cloudsql.instances.get"}"#,
+        "ERROR charge failed: provider=acmepay status=401 Unauthorized",
+        "ERROR software.amazon.awssdk.services.sqs.model.KmsAccessDeniedException: The ciphertext refers to a customer master key that does not exist",
+        "ERROR rpc error: code = PermissionDenied desc = PERMISSION_DENIED: caller does not have permission",
+    ] {
+        let log = format!("{line}\n{line}\n");
+        assert_eq!(refusal_in(&log).state, RefusedState::Denied, "{line}");
+    }
+    // The database's own account of someone else's failed login refuses no client of ours.
+    let server = "2025-01-01 00:00:10.121 UTC [918251] FATAL:  password authentication failed for user \"metabase\"\n";
+    let findings = detect(
+        &[log_of(1, "catalog-db-0", &server.repeat(3))],
+        &service_level(),
+    );
+    assert!(all_of(&findings, Kind::Refusal).is_empty(), "{findings:#?}");
+}
+
+#[test]
+fn a_sidecars_refusal_explains_its_pods_failing_calls_to_localhost() {
+    let sidecar = crate::detectors::testing::ev(
+        1,
+        crate::evidence::Capability::PodLogsCurrent,
+        serde_json::json!({"namespace": "billing", "name": CLIENT, "container": "cloud-sql-proxy"}),
+        &r#"{"severity":"ERROR","message":"failed to connect to instance: googleapi: Error 403: boss::NOT_AUTHORIZED: Not authorized to access resource"}
+"#
+        .repeat(2),
+    );
+    let app = crate::detectors::testing::ev(
+        2,
+        crate::evidence::Capability::PodLogsCurrent,
+        serde_json::json!({"namespace": "billing", "name": CLIENT, "container": "api"}),
+        &"{\"level\":\"error\",\"msg\":\"acquire connection\",\"error\":\"failed to connect to `user=invoice database=billing`: 127.0.0.1:5432 (127.0.0.1): failed to receive message: unexpected EOF\"}\n".repeat(2),
+    );
+    let findings = detect(&[sidecar, app], &service_level());
+    let refusal = find(&findings, Kind::Refusal);
+    assert!(refusal.verified);
+    assert!(
+        refusal.detail().contains("container `cloud-sql-proxy`"),
+        "{}",
+        refusal.detail()
+    );
+    let to_sidecar = all_of(&findings, Kind::Dependency)
+        .into_iter()
+        .find(|f| f.title().contains("127.0.0.1:5432"))
+        .expect("the client's failing calls");
+    // The client's end is a symptom; the sidecar's refusal is why.
+    assert_eq!(to_sidecar.role(), crate::detectors::Role::Symptom);
+    assert!(refusal.explains(to_sidecar));
+    assert_eq!(
+        to_sidecar.fact.leads(),
+        [Lead::Sidecars {
+            pod: CLIENT.into(),
+            port: Some(5432)
+        }]
+    );
+}

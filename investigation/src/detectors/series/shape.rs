@@ -720,6 +720,49 @@ impl Fit {
     }
 }
 
+/// The points of a series up to its first reset (a value under half the one before it, a
+/// restarted container or a pod gone), leading zeros skipped.
+pub fn first_run(points: &[(f64, f64)]) -> &[(f64, f64)] {
+    let start = points
+        .iter()
+        .position(|(_, v)| *v > 0.0)
+        .unwrap_or(points.len());
+    let run = &points[start..];
+    let end = run
+        .windows(2)
+        .position(|w| w[1].1 < w[0].1 * 0.5)
+        .map_or(run.len(), |i| i + 1);
+    &run[..end]
+}
+
+/// Whether `points` (three or more) climb along a line (R² ≥ [`HIGH_R2`]) by a fifth or more.
+pub fn rises_steadily(points: &[(f64, f64)]) -> bool {
+    let (Some((_, first)), Some((_, last))) = (points.first(), points.last()) else {
+        return false;
+    };
+    points.len() >= 3
+        && *first > 0.0
+        && last / first >= 1.2
+        && fit(points).is_some_and(|f| f.slope > 0.0 && f.r2 >= HIGH_R2)
+}
+
+/// Whether `points` climb from their first sample: a line fits them and their first quarter
+/// (three samples at least) rises at half the whole climb's rate or more.
+pub fn climbs_from_start(points: &[(f64, f64)]) -> bool {
+    let head = &points[..(points.len() / 4).max(3).min(points.len())];
+    match (fit(points), fit(head)) {
+        (Some(whole), Some(start)) => rises_steadily(points) && start.slope >= whole.slope * 0.5,
+        _ => false,
+    }
+}
+
+/// Whether `points` stay within a tenth of their median: a flat baseline.
+pub fn stays_flat(points: &[(f64, f64)]) -> bool {
+    let values: Vec<f64> = points.iter().map(|(_, v)| *v).collect();
+    let level = super::median(&values);
+    level > 0.0 && values.iter().all(|v| (v - level).abs() <= level * 0.1)
+}
+
 /// Ordinary least squares of value on time.
 fn fit(points: &[(f64, f64)]) -> Option<Fit> {
     let (first, _) = *points.first()?;

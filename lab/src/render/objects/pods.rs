@@ -173,6 +173,21 @@ fn default_conditions(world: &World, pod: &PodSpec) -> Vec<Value> {
     let all_ready = initialised && pod.containers.iter().all(|c| c.ready);
     let mut containers_ready = condition("ContainersReady", all_ready);
     let mut ready = condition("Ready", all_ready);
+    if all_ready {
+        // Ready since its last container started, when that was after the pod was created.
+        let since = pod
+            .containers
+            .iter()
+            .filter_map(|c| c.state.as_ref()?.running.as_ref())
+            .map(|r| world.time_or(r.started_at, Duration::hours(-1)))
+            .chain(std::iter::once(world.pod_created(pod)))
+            .max();
+        if let Some(since) = since {
+            for v in [&mut containers_ready, &mut ready] {
+                v["lastTransitionTime"] = json!(rfc3339(since));
+            }
+        }
+    }
     if !all_ready {
         let names: Vec<&str> = pod
             .containers
