@@ -46,11 +46,8 @@ const EXPECT_FAIL: &[&str] = &[
     // share, a spec field, a subject outside the cluster, a quieter error line).
     "clickhouse-readonly-replicas-zookeeper-volume-full",
     "cronjob-crm-sync-hubspot-429-invalid-email-noise",
-    "cronjob-invoice-dunning-suspended-healthchecks-yesterday-retry",
-    "cronjob-ledger-backup-minio-storage-full",
     "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
     "daemonset-node-exporter-listen-port-changed-probes-fail",
-    "daemonset-node-exporter-no-toleration-gpu-nodegroup",
     "deployment-docs-portal-git-sync-init-publickey-search-rollout",
     "deployment-pdf-renderer-ephemeral-storage-limit-evictions-chromium-noise",
     "dynamodb-carts-write-throttling-ttl-backfill-job",

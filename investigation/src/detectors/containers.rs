@@ -66,7 +66,7 @@ static TEARDOWN: LazyLock<Regex> = regex!(
 );
 /// A message that only says the process exits (`exiting {"code": 1}`, `aborting`).
 static ONLY_EXITS: LazyLock<Regex> = regex!(
-    r#"(?i)^(?:(?:exit(?:ing|ed)?|shutting down|aborting|stopped|terminat(?:ing|ed)|bye)\b[^A-Za-z]*(?:code|status)?[^A-Za-z]*$|(?:(?:error|fatal):?\s*)?[\w.-]+ (?:exited|terminated|stopped)(?: unexpectedly)?,? with (?:exit )?(?:code|status) \d+\.?\s*$|(?:(?:error|fatal):?\s*)?[\w.-]+ did not exit normally\b)"#
+    r#"(?i)^(?:(?:exit(?:ing|ed)?|shutting down|aborting|stopped|terminat(?:ing|ed)|bye)\b[^A-Za-z]*(?:code|status)?[^A-Za-z]*$|(?:(?:error|fatal):?\s*)?[\w.-]+ (?:exited|terminated|stopped)(?: unexpectedly)?,? with (?:exit )?(?:code|status) \d+\.?\s*$|(?:(?:error|fatal):?\s*)?[\w.-]+ did not exit normally\b|[\w.-]+ exit (?:code|status):? \d+\.?\s*$)"#
 );
 
 /// The termination reason the kubelet records when a container disappeared without a status

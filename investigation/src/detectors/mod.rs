@@ -35,6 +35,8 @@ pub mod changes;
 pub mod config;
 pub mod connections;
 pub mod containers;
+pub mod coverage;
+pub mod cronjobs;
 pub mod dependencies;
 pub mod disk;
 pub mod disruptions;
@@ -204,10 +206,12 @@ macro_rules! registry {
 
 registry! {
     jobs: [JobFailed],
+    cronjobs: [CronJobSuspended],
     containers: [OomKilled, CrashLine, Exited, CrashLoop],
     config: [ConfigError],
     images: [ImagePull],
     scheduling: [Unschedulable],
+    coverage: [DaemonSetSkipsNodes],
     certificates: [Certificate],
     dependencies: [Dependency],
     connections: [ConnectionsExhausted],

@@ -105,7 +105,7 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
         ),
         (
             RefusedState::Full,
-            r"(?i)\bOOM command not allowed when used memory|flood[- ]stage (?:disk )?watermark|\bThe table '?\S+'? is full\b|\bquota exceeded for (?:disk|storage)",
+            r"(?i)\bOOM command not allowed when used memory|flood[- ]stage (?:disk )?watermark|\bThe table '?\S+'? is full\b|\bquota exceeded for (?:disk|storage)|\bXMinioStorageFull\b|minimum free drive threshold|\b507 Insufficient Storage\b|\bInsufficientStorage\b",
         ),
         (
             RefusedState::Locked,

@@ -759,18 +759,31 @@ fn read_nodes<'a>(round: &'a Round<'_>) -> Vec<Node<'a>> {
             let Some(name) = kube::str_at(&object, "/metadata/name").map(str::to_string) else {
                 continue;
             };
-            if kube::str_at(&object, "/kind") == Some("Node") && !out.iter().any(|n| n.name == name)
-            {
-                out.push(Node {
-                    name,
-                    object,
-                    evidence,
-                    text,
-                });
+            if kube::str_at(&object, "/kind") != Some("Node") {
+                continue;
+            }
+            let node = Node {
+                name,
+                object,
+                evidence,
+                text,
+            };
+            // A node read on its own says more than a list cut to fit: keep the fuller one.
+            match out.iter_mut().find(|n| n.name == node.name) {
+                Some(seen) if label_count(&seen.object) < label_count(&node.object) => *seen = node,
+                Some(_) => {}
+                None => out.push(node),
             }
         }
     }
     out
+}
+
+fn label_count(object: &Value) -> usize {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map_or(0, |labels| labels.len())
 }
 
 /// The workload a pod belongs to: a Deployment through its ReplicaSet, a StatefulSet,

@@ -90,6 +90,8 @@ struct PodState {
     node: Option<String>,
     /// When its (latest-started) container started running.
     started: Option<DateTime<Utc>>,
+    /// When a container of it last started, running now or finished since.
+    ran: Option<DateTime<Utc>>,
     /// When it last became ready, when its Ready condition is True and says.
     ready_since: Option<DateTime<Utc>>,
 }
@@ -114,8 +116,18 @@ fn pod_states(round: &Round<'_>) -> Vec<PodState> {
                 .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
                 .map(|t| t.with_timezone(&Utc))
                 .max();
+            let phase = kube::str_at(pod, "/status/phase");
+            // A container that ran to its end (a Job's pod) was scheduled as surely as a
+            // running one.
+            let finished_at = statuses
+                .iter()
+                .filter_map(|s| kube::str_at(s, "/state/terminated/startedAt"))
+                .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+                .max();
             Some(PodState {
-                running: kube::str_at(pod, "/status/phase") == Some("Running"),
+                ran: started.or(finished_at),
+                running: phase == Some("Running"),
                 pending: kube::str_at(pod, "/status/phase") == Some("Pending"),
                 ready: !statuses.is_empty()
                     && statuses
@@ -201,18 +213,21 @@ fn superseded(
         Fact::Unschedulable(u) => {
             let pod = pod_named(u.pod.as_deref())?;
             let at = finding.at;
-            let before_start = match (at, pod.started) {
+            let started = if pod.running { pod.started } else { pod.ran };
+            let before_start = match (at, started) {
                 (Some(at), Some(started)) => at <= started,
                 _ => true,
             };
-            (pod.running && pod.node.is_some() && before_start).then(|| {
+            let ran = pod.running || pod.ran.is_some();
+            (ran && pod.node.is_some() && before_start).then(|| {
                 format!(
-                    "`{}` has since been scheduled{} and runs",
+                    "`{}` has since been scheduled{} and {}",
                     pod.name,
                     pod.node
                         .as_deref()
                         .map(|n| format!(" on `{n}`"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    if pod.running { "runs" } else { "ran" }
                 )
             })
         }

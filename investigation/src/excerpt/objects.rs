@@ -13,11 +13,13 @@ use regex::Regex;
 static KEY: LazyLock<Regex> = regex!(r"^(?:- )?([A-Za-z0-9_./-]+):(?:\s|$)");
 
 /// Paths (list items as `[]`) of a list item's identity, each ending the path of a line: first
-/// what every item needs to be compared (where it runs, how it is doing), then why its
-/// containers stopped, then who owns it.
+/// what every item needs to be compared (a pod's node and state, a node's taints), then why its
+/// containers stopped and where a node stands (zone, instance type, node group), then who owns
+/// it.
 const IDENTITY: [&[&str]; 3] = [
     &[
         "[].metadata.name",
+        "[].metadata.namespace",
         "[].metadata.creationTimestamp",
         "[].metadata.labels.pod-template-hash",
         "[].metadata.labels.controller-revision-hash",
@@ -27,8 +29,18 @@ const IDENTITY: [&[&str]; 3] = [
         "[].status.reason",
         "[].status.containerStatuses.[].ready",
         "[].status.containerStatuses.[].restartCount",
+        "[].spec.unschedulable",
+        "[].spec.taints.[].key",
+        "[].spec.taints.[].value",
+        "[].spec.taints.[].effect",
     ],
     &[
+        "[].metadata.labels.topology.kubernetes.io/zone",
+        "[].metadata.labels.node.kubernetes.io/instance-type",
+        "[].metadata.labels.kubernetes.io/arch",
+        "[].metadata.labels.eks.amazonaws.com/nodegroup",
+        "[].metadata.labels.karpenter.sh/nodepool",
+        "[].metadata.labels.cloud.google.com/gke-nodepool",
         "[].status.containerStatuses.[].state.waiting.reason",
         "[].status.containerStatuses.[].state.terminated.reason",
         "[].status.containerStatuses.[].lastState.terminated.reason",

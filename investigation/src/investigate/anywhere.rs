@@ -2,6 +2,10 @@
 //! `sloth_service=vault`, a Datadog monitor on `service:checkout-web`): the namespace is found
 //! by listing that kind across the cluster and taking the one namespace where an object of that
 //! name lives. Several namespaces with that name are ambiguous and recorded, not guessed.
+//!
+//! An alert that names no Kubernetes object at all (a heartbeat service's "the check
+//! "invoice-dunning (prod)" is DOWN") may still spell one: the workloads whose names its words
+//! spell, looked up across the cluster, CronJobs first.
 
 use std::collections::BTreeSet;
 
@@ -75,6 +79,90 @@ pub async fn namespace_of<E: EvidenceSource>(
     None
 }
 
+/// Kinds an alert that names nothing may mean by name, most likely first.
+const SPELLED_KINDS: &[&str] = &["CronJob", "Deployment", "StatefulSet", "DaemonSet"];
+/// Names shorter than this (letters and digits) are too common to be spelled on purpose.
+const MIN_SPELLED: usize = 5;
+
+/// Letters and digits only, lowercased: how a name is compared with an alert's words.
+pub fn squash(text: &str) -> String {
+    text.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// Whether squashed `words` spell `name` (of at least [`MIN_SPELLED`] letters and digits).
+pub fn spells(words: &str, name: &str) -> bool {
+    let name = squash(name);
+    name.len() >= MIN_SPELLED && words.contains(&name)
+}
+
+/// What an alert that names no object spells in its `text`: (namespace, kind, name) of the one
+/// workload across the cluster whose name its words contain — the longest such name, in the first kind that has
+/// one; `None` when it names something, spells nothing, or spells two equally.
+pub async fn spelled_subject<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    target: &AlertTarget,
+    text: &str,
+) -> Option<(String, String, String)> {
+    if target.namespace.is_some() || target.subject().is_some() {
+        return None;
+    }
+    let words = squash(text);
+    if words.len() < MIN_SPELLED {
+        return None;
+    }
+    for kind in SPELLED_KINDS {
+        let Some(listed) = c
+            .fetch(
+                CapabilityRequest::ObjectList {
+                    namespace: None,
+                    kind: kind.to_string(),
+                    label_selector: None,
+                },
+                format!(
+                    "the alert names no Kubernetes object: a {kind} whose name its words spell"
+                ),
+            )
+            .await
+        else {
+            continue;
+        };
+        let mut spelled: Vec<(String, String)> = kube::objects(&listed)
+            .iter()
+            .filter_map(|o| {
+                let name = kube::str_at(o, "/metadata/name")?;
+                let namespace = kube::str_at(o, "/metadata/namespace")?;
+                spells(&words, name).then(|| (namespace.to_string(), name.to_string()))
+            })
+            .collect();
+        spelled.sort_by_key(|(_, name)| std::cmp::Reverse(squash(name).len()));
+        let Some((namespace, name)) = spelled.first().cloned() else {
+            continue;
+        };
+        let tied = spelled
+            .iter()
+            .filter(|(ns, n)| {
+                squash(n).len() == squash(&name).len() && (ns, n) != (&namespace, &name)
+            })
+            .count();
+        if tied > 0 {
+            c.skip(
+                Capability::ObjectList,
+                format!(
+                    "the alert's words spell {} {kind}s as well as `{namespace}/{name}`: it does \
+                     not say which",
+                    tied
+                ),
+            );
+            return None;
+        }
+        return Some((namespace, kind.to_string(), name));
+    }
+    None
+}
+
 /// The namespaces of the objects in a list named `name`.
 fn namespaces_with(text: &str, name: &str) -> BTreeSet<String> {
     kube::objects(text)
@@ -102,6 +190,15 @@ mod tests {
         );
         assert_eq!(namespaces_with(list, "api").len(), 2);
         assert!(namespaces_with(list, "checkout").is_empty());
+    }
+
+    #[test]
+    fn an_alerts_words_spell_a_name_of_five_letters_or_more() {
+        let words = squash("The check \"invoice-dunning (prod)\" is DOWN.");
+        assert!(spells(&words, "invoice-dunning"));
+        assert!(!spells(&words, "invoice-dunning-v2"));
+        // Too short to be spelled on purpose.
+        assert!(!spells(&words, "prod"));
     }
 
     #[test]

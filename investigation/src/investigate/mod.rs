@@ -123,7 +123,20 @@ pub async fn investigate<E: EvidenceSource>(
                 located = with_namespace;
                 &located
             }
-            None => state,
+            None => {
+                match anywhere::spelled_subject(&mut collector, target, &state.alert.text).await {
+                    Some((namespace, kind, name)) => {
+                        let mut with_subject = state.clone();
+                        let target = &mut with_subject.alert.target;
+                        target.namespace = Some(namespace);
+                        target.workload_kind = Some(kind);
+                        target.workload = Some(name);
+                        located = with_subject;
+                        &located
+                    }
+                    None => state,
+                }
+            }
         };
         let found = walk::walk(&mut collector, state, options).await;
 

@@ -29,6 +29,7 @@ use crate::state::IncidentState;
 use crate::tools::{CapabilityRequest, EvidenceSource};
 
 use super::InvestigateOptions;
+use super::anywhere;
 use super::collect::Collector;
 use super::found::Found;
 use super::leads::{self, MAX_LEADS, Proposed, WorkList, pod_leads};
@@ -98,6 +99,19 @@ pub async fn walk<E: EvidenceSource>(
                 if !named_pod {
                     let pods = workload_pods(c, namespace, kind, name, &mut found).await;
                     candidates.extend(pods);
+                }
+                if kind.eq_ignore_ascii_case("daemonset") {
+                    c.fetch(
+                        CapabilityRequest::ObjectList {
+                            namespace: None,
+                            kind: "Node".into(),
+                            label_selector: None,
+                        },
+                        format!(
+                            "the nodes DaemonSet `{name}` should cover: their taints and labels"
+                        ),
+                    )
+                    .await;
                 }
             }
             Start::Service {
@@ -1000,20 +1014,11 @@ fn workload_name(pod: &PodInfo) -> Option<String> {
 /// (`Fluent Bit output failing` names `fluent-bit`): letters and digits compared, names of at
 /// least five of them, the longest when several match.
 fn named_in_text(pods: &[PodInfo], target: &AlertTarget) -> Option<String> {
-    let squash = |text: &str| -> String {
-        text.chars()
-            .filter(char::is_ascii_alphanumeric)
-            .map(|c| c.to_ascii_lowercase())
-            .collect()
-    };
-    let words = squash(&crate::detectors::alert_words(target));
+    let words = anywhere::squash(&crate::detectors::alert_words(target));
     let mut named: Vec<String> = pods
         .iter()
         .filter_map(workload_name)
-        .filter(|w| {
-            let w = squash(w);
-            w.len() >= 5 && words.contains(&w)
-        })
+        .filter(|w| anywhere::spells(&words, w))
         .collect();
     named.sort_by_key(|w| std::cmp::Reverse(w.len()));
     named.dedup();

@@ -506,3 +506,16 @@ fn a_json_message_spanning_lines_is_told_by_its_last_error_line() {
     // A line that holds one message only is quoted as it is.
     assert_eq!(embedded_reason(r#"{"message":"connection refused"}"#), None);
 }
+
+#[test]
+fn a_wrappers_exit_status_gives_way_to_the_error_before_it() {
+    let lines: Vec<(usize, &str)> = [
+        "INFO: Starting part 41 ...",
+        "ERROR: 2025/01/01 02:54:02.455809 failed to push backup: upload: could not upload 'part_41.tar.lz4'",
+        "Job exit status 1",
+    ]
+    .into_iter()
+    .enumerate()
+    .collect();
+    assert_eq!(crash_line_index(&lines), Some(1));
+}

@@ -63,6 +63,10 @@ fn each_state_in_the_servers_own_words() {
             "ERROR kafka: LEADER_NOT_AVAILABLE for orders-0",
             RefusedState::NotServing,
         ),
+        (
+            "caused by: XMinioStorageFull: Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed.",
+            RefusedState::Full,
+        ),
     ];
     for (line, state) in cases {
         let log = format!("{line}\n{line}\n");

@@ -454,3 +454,48 @@ fn a_jobs_failed_pods_on_one_node_locate_the_failure_and_explain_the_crash() {
     let findings = detect(&[rolled], &crate::detectors::testing::ctx());
     assert!(!find(&findings, Kind::SharedByFailing).verified);
 }
+
+#[test]
+fn a_node_read_on_its_own_outweighs_a_list_item_cut_to_its_name() {
+    let list = pod_list(&[
+        pod("x2k4q", HASH, "worker-a1", State::NotReady),
+        pod("h8r2m", HASH, "worker-a2", State::NotReady),
+        pod("b4n6c", HASH, "worker-b1", State::Healthy),
+    ]);
+    // A long node list keeps each item's name but not its zone.
+    let cut = |name: &str| {
+        format!("- apiVersion: v1\n  kind: Node\n  metadata:\n# … [3 omitted]\n    name: {name}\n")
+    };
+    let listed = ev(
+        2,
+        Capability::ObjectList,
+        json!({"kind": "Node"}),
+        &[cut("worker-a1"), cut("worker-a2"), cut("worker-b1")].concat(),
+    );
+    let read = |n: u32, name: &str, zone: &str| {
+        let item = node(name, zone);
+        let object: String = item
+            .lines()
+            .map(|l| l.strip_prefix("  ").unwrap_or(l.trim_start_matches("- ")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        ev(
+            n,
+            Capability::ObjectGet,
+            json!({"kind": "Node", "name": name}),
+            &object,
+        )
+    };
+    let findings = detect(
+        &[
+            list,
+            listed,
+            read(3, "worker-a1", "eu-west-1a"),
+            read(4, "worker-a2", "eu-west-1a"),
+            read(5, "worker-b1", "eu-west-1b"),
+        ],
+        &ctx(),
+    );
+    let shared = find(&findings, Kind::SharedByFailing);
+    assert_contains(&shared.title(), "`topology.kubernetes.io/zone=eu-west-1a`");
+}

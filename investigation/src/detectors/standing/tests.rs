@@ -99,6 +99,23 @@ fn a_failed_scheduling_event_from_before_the_pod_ran_is_superseded() {
     );
     assert!(!stale.is_verified_cause());
 
+    // A Job's pod that ran to its end after the event was scheduled as surely.
+    let finished = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {POD}\n  namespace: shop\nspec:\n  nodeName: batch-1\n  containers:\n  - name: api\nstatus:\n  phase: Failed\n  containerStatuses:\n  - name: api\n    ready: false\n    state:\n      terminated:\n        exitCode: 1\n        reason: Error\n        startedAt: \"2025-03-04T13:13:00Z\"\n"
+    );
+    let findings = detect(
+        vec![
+            the_pod(&finished),
+            pod_events(std::slice::from_ref(&scheduling)),
+        ],
+        &ctx(),
+    );
+    let stale = find(&findings, Kind::Unschedulable);
+    assert!(
+        matches!(&stale.standing, Standing::Superseded { because } if because.contains("and ran")),
+        "{stale:#?}"
+    );
+
     // The same event while the pod is still Pending stands.
     let pending = pod(POD, None, None, "");
     let findings = detect(vec![the_pod(&pending), pod_events(&[scheduling])], &ctx());

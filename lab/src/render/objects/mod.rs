@@ -169,3 +169,24 @@ pub(crate) fn template_containers(
         None => Value::Array(vec![container(fallback_name, image)]),
     }
 }
+
+/// A controller's pod template spec: its containers ([`template_containers`]) and the pod-level
+/// fields its first pod sets (`tolerations`, `nodeSelector`, `affinity`, `hostNetwork`, …), so
+/// the controller's spec says what its pods were made from.
+pub(crate) fn template_spec(
+    pods: &[&crate::scenario::PodSpec],
+    image: Option<&str>,
+    fallback_name: &str,
+) -> Value {
+    let mut spec = Map::new();
+    if let Some(pod) = pods.first() {
+        for (key, value) in &pod.spec_extra {
+            spec.insert(key.clone(), value.clone());
+        }
+    }
+    spec.insert(
+        "containers".into(),
+        template_containers(pods, image, fallback_name),
+    );
+    Value::Object(spec)
+}

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
 use super::pods::{pod_active, pod_ready};
-use super::{conditions, insert_count, insert_some, k8s_hash, rfc3339, template_containers, uid};
+use super::{conditions, insert_count, insert_some, k8s_hash, rfc3339, template_spec, uid};
 use crate::render::world::World;
 use crate::scenario::{DaemonSetSpec, PodSpec, StatefulSetSpec};
 
@@ -143,7 +143,7 @@ pub(crate) fn statefulset_object(world: &World, set: &StatefulSetSpec) -> Value 
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
         "template": {
             "metadata": {"labels": selector},
-            "spec": {"containers": template_containers(&all, set.image.as_deref(), &set.name)},
+            "spec": template_spec(&all, set.image.as_deref(), &set.name),
         },
     });
     if !claims.is_empty() {
@@ -212,7 +212,7 @@ pub(crate) fn daemonset_object(world: &World, set: &DaemonSetSpec) -> Value {
             "revisionHistoryLimit": 10,
             "template": {
                 "metadata": {"labels": selector},
-                "spec": {"containers": template_containers(&all, set.image.as_deref(), &set.name)},
+                "spec": template_spec(&all, set.image.as_deref(), &set.name),
             },
         },
         "status": status,

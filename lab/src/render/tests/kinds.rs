@@ -420,3 +420,43 @@ fn events_combine_field_selectors_across_namespaces() {
     );
     assert_eq!(list("type=Warning,reason=Nope"), "# No events found");
 }
+
+#[test]
+fn a_controllers_template_carries_its_pods_spec_and_readiness_dates_from_the_last_start() {
+    let s = parse(
+        r#"
+alert: {text: "x", at: -2m}
+pods:
+  - name: agent-a
+    namespace: logging
+    node: n3
+    owner: {kind: DaemonSet, name: agent}
+    created: -17m
+    specExtra:
+      tolerations: [{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]
+      hostNetwork: true
+    containers:
+      - {name: agent, image: "a:1", state: {running: {startedAt: +1m}}}
+      - {name: reloader, image: "r:1", state: {running: {startedAt: -16m}}}
+daemonsets: [{name: agent, namespace: logging, desired: 1}]
+expect: {verdict: post}
+"#,
+    );
+    let set = get(&s, "apps/v1", "DaemonSet", "logging", "agent");
+    let template = &set["spec"]["template"]["spec"];
+    assert_eq!(template["tolerations"][0]["key"], "dedicated");
+    assert_eq!(template["hostNetwork"], true);
+    assert_eq!(template["containers"][0]["name"], "agent");
+    // Ready since its last container started (a minute after the alert), not since creation.
+    let agent = pod(&s, "logging", "agent-a");
+    let ready = agent["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .expect("a Ready condition");
+    let started = agent["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone();
+    assert_eq!(ready["lastTransitionTime"], started);
+    assert_ne!(
+        ready["lastTransitionTime"],
+        agent["metadata"]["creationTimestamp"]
+    );
+}
