@@ -45,10 +45,8 @@ const EXPECT_FAIL: &[&str] = &[
     // answers in part (the other end of a dependency, a node or revision the failing pods
     // share, a spec field, a subject outside the cluster, a quieter error line).
     "clickhouse-readonly-replicas-zookeeper-volume-full",
-    "cronjob-crm-sync-hubspot-429-invalid-email-noise",
     "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
     "daemonset-node-exporter-listen-port-changed-probes-fail",
-    "deployment-docs-portal-git-sync-init-publickey-search-rollout",
     "deployment-pdf-renderer-ephemeral-storage-limit-evictions-chromium-noise",
     "dynamodb-carts-write-throttling-ttl-backfill-job",
     "envoy-pending-overflow-quote-api-fx-stacktrace-noise",

@@ -830,11 +830,12 @@ impl<'a> Scan<'a> {
 /// The line that best explains why a process died: a raised exception if there is one, a Go
 /// panic / fatal line (or a line logged at fatal level), otherwise the last error-ish line —
 /// preferring lines not logged below error level, so `INFO exiting with status 1` does not
-/// hide the error before it. Tool errors and injection text are never chosen. Returns the
-/// line's index among `lines`.
-pub(super) fn crash_line_index(lines: &[(usize, &str)]) -> Option<usize> {
+/// hide the error before it. Tool errors and injection text are never chosen. Returns indices
+/// among `lines`: (the line the log died on, the crash line) — the same, unless the first only
+/// sums up a retried failure, whose line is then the crash line.
+pub(super) fn crash_line_choice(lines: &[(usize, &str)]) -> Option<(usize, usize)> {
     let chosen = crash_line_candidate(lines)?;
-    Some(retried_failure(lines, chosen).unwrap_or(chosen))
+    Some((chosen, retried_failure(lines, chosen).unwrap_or(chosen)))
 }
 
 /// When the crash line only sums up a retried failure (`batch 88 failed after 3 retries`,
@@ -917,10 +918,13 @@ fn crash_line(
         if !relevant {
             continue;
         }
-        let Some(at) = crash_line_index(&scan.lines) else {
+        let Some((candidate, at)) = crash_line_choice(&scan.lines) else {
             continue;
         };
         let (_, line) = scan.lines[at];
+        // A warning retried until the process gave up at error level is why it died.
+        let error_level = !below_error_level(line)
+            || (at != candidate && !below_error_level(scan.lines[candidate].1));
         // The line after a banner, or an indented continuation, says what is wrong; in a
         // structured line whose message spans lines, its last error line does.
         let deciding = scan
@@ -967,8 +971,8 @@ fn crash_line(
                     Confidence::Medium
                 },
                 // A line the process logged below error level is, by its own account, not why
-                // it died.
-                !below_error_level(line),
+                // it died — unless the error it gave up with sums it up.
+                error_level,
             )
             .citing(refs),
         );

@@ -156,7 +156,7 @@ impl Payload for Recovered {
                 replicas,
             } => format!(
                 "{kind} `{name}` has all {replicas} of {replicas} desired replicas updated, \
-                 ready and available, and its rollout settled at {since} UTC: the replica \
+                 ready and available, the last of them since {since} UTC: the replica \
                  shortfall the alert saw is no longer there."
             ),
             Recovery::JobCompleted { name } => format!(

@@ -46,19 +46,46 @@ pub fn quote_line(line: &str) -> String {
     prefix(line.trim(), MAX_QUOTE_CHARS).trim_end().to_string()
 }
 
-/// Where the reason starts in a structured log line whose message holds several lines
-/// (escaped `\n`, as JSON writes them: an exception's summary, then what caused it): the byte
-/// offset of the last embedded line that reports an error, when it is not the first.
+/// Words that say why something failed, not only that it did.
+static REASON: LazyLock<Regex> = regex!(
+    r"(?i)\b(?:permission denied|access denied|denied|refused|too (?:low|high|large|small|many)|not found|no such|invalid|expired|missing|exceeded|no space left|is full|unauthori[sz]ed|forbidden|not allowed)\b"
+);
+/// A reason this far into a line may be out of a quote's view.
+const LATE: usize = 100;
+/// How far back from a reason its clause may start.
+const CLAUSE_BACK: usize = 80;
+
+/// Where the reason starts in a long log line whose first words do not give it: the byte offset
+/// of the last embedded line (escaped `\n`, as JSON writes a message spanning lines) that gives
+/// a reason; else the clause holding the line's last reason, when it lies late in the line;
+/// else the last embedded line that reports an error. `None` when the line's start says it.
 pub fn embedded_reason(line: &str) -> Option<usize> {
-    let mut offset = None;
+    let mut segments: Vec<(usize, &str)> = Vec::new();
     let mut at = 0;
-    for (i, segment) in line.split("\\n").enumerate() {
-        if i > 0 && crate::excerpt::is_errorish_line(segment) {
-            offset = Some(at);
-        }
+    for segment in line.split("\\n") {
+        segments.push((at, segment));
         at += segment.len() + 2;
     }
-    offset
+    let later = segments.get(1..).unwrap_or_default();
+    if let Some((start, _)) = later.iter().rev().find(|(_, s)| REASON.is_match(s)) {
+        return Some(*start);
+    }
+    if let Some(m) = REASON.find_iter(line).last().filter(|m| m.start() >= LATE) {
+        // Back to where its clause starts: after the nearest `: ` or quote before it.
+        let floor = m.start().saturating_sub(CLAUSE_BACK);
+        let start = line[..m.start()]
+            .char_indices()
+            .rev()
+            .take_while(|(i, _)| *i >= floor)
+            .find(|(i, c)| *c == '"' || (*c == ' ' && line[..*i].ends_with(':')))
+            .map_or(m.start(), |(i, c)| i + c.len_utf8());
+        return Some(start);
+    }
+    later
+        .iter()
+        .rev()
+        .find(|(_, s)| crate::excerpt::is_errorish_line(s))
+        .map(|(start, _)| *start)
 }
 
 /// A verbatim quote of `line` starting at byte `start` (a match start, so a char boundary),

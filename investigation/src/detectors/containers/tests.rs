@@ -57,14 +57,14 @@ fn pod_with(statuses: &str) -> String {
     )
 }
 
-/// The crash line [`crash_line_index`] picks from a whole log.
+/// The crash line [`crash_line_choice`] picks from a whole log.
 fn last_words(log: &str) -> Option<&str> {
     let lines: Vec<(usize, &str)> = log
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .collect();
-    crash_line_index(&lines).map(|i| lines[i].1)
+    crash_line_choice(&lines).map(|(_, i)| lines[i].1)
 }
 
 #[test]
@@ -517,5 +517,45 @@ fn a_wrappers_exit_status_gives_way_to_the_error_before_it() {
     .into_iter()
     .enumerate()
     .collect();
-    assert_eq!(crash_line_index(&lines), Some(1));
+    assert_eq!(crash_line_choice(&lines), Some((1, 1)));
+}
+
+#[test]
+fn a_long_lines_late_reason_is_what_the_crash_line_says() {
+    let line = r#"{"logger":"","ts":"2025-01-01 00:00:01.880544","caller":{"file":"main.go","line":1017},"msg":"too many failures, aborting","error":"Run(git fetch git@github.com:acme-internal/handbook.git main --depth 1): exit status 128: { stdout: \"\", stderr: \"git@github.com: Permission denied (publickey).\\r\\nfatal: Could not read from remote repository.\" }"}"#;
+    let start = embedded_reason(line).expect("a late reason");
+    assert!(
+        line[start..].starts_with("Permission denied (publickey)"),
+        "{}",
+        &line[start..]
+    );
+    // A reason the line starts with needs no pointing at.
+    assert_eq!(
+        embedded_reason("ERROR open /etc/app.yaml: no such file or directory"),
+        None
+    );
+}
+
+#[test]
+fn a_warning_retried_until_the_process_gave_up_at_error_level_is_why_it_died() {
+    let mut log_args = pod_args();
+    log_args["container"] = json!("api");
+    let log = "\
+2025-01-01 14:36:27,933 WARNING sync.hubspot: batch 88/414: HTTP 429 from POST /crm/v3/objects/contacts/batch/upsert
+2025-01-01 14:42:10,118 ERROR sync: run failed: aborted: batch 88/414 failed after 3 retries
+";
+    let evidence = [
+        describe(1, DESCRIBE_EXIT_78),
+        ev(2, Capability::PodLogsPrevious, log_args.clone(), log),
+    ];
+    let crashed = find(&detect(&evidence, &ctx()), Kind::CrashLine).clone();
+    assert_contains(&crashed.title(), "HTTP 429");
+    assert!(crashed.verified, "{crashed:#?}");
+    // Given up at warning level too, nothing vouches for it.
+    let quiet = log.replace("ERROR sync", "WARNING sync");
+    let evidence = [
+        describe(1, DESCRIBE_EXIT_78),
+        ev(2, Capability::PodLogsPrevious, log_args, &quiet),
+    ];
+    assert!(!find(&detect(&evidence, &ctx()), Kind::CrashLine).verified);
 }

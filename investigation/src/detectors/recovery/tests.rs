@@ -278,3 +278,87 @@ fn without_a_threshold_it_is_back_at_its_baseline() {
     let recovered = find(&findings, Kind::Recovered);
     assert_contains(&recovered.title(), "back to its baseline");
 }
+
+/// StatefulSet `nats` of three, all ready: it keeps no condition dating that.
+const NATS: &str = "\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  generation: 1
+  name: nats
+  namespace: messaging
+spec:
+  replicas: 3
+status:
+  availableReplicas: 3
+  observedGeneration: 1
+  readyReplicas: 3
+  replicas: 3
+  updatedReplicas: 3
+";
+
+/// Pod `name` of StatefulSet `nats`, ready since `since`.
+fn nats_pod(name: &str, since: &str) -> String {
+    format!(
+        "\
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: {name}
+    namespace: messaging
+    ownerReferences:
+    - kind: StatefulSet
+      name: nats
+  status:
+    conditions:
+    - lastTransitionTime: '{since}'
+      status: 'True'
+      type: Ready
+    phase: Running
+"
+    )
+}
+
+#[test]
+fn a_statefulset_whole_again_for_a_while_is_dated_by_its_pods_and_answers_the_alert() {
+    let ctx = DetectionContext {
+        default_resource: Some("nats".into()),
+        ..replica_alert()
+    };
+    let pods = ev(
+        2,
+        Capability::PodList,
+        json!({"namespace": "messaging"}),
+        &[
+            nats_pod("nats-0", "2025-02-20T08:00:00Z"),
+            nats_pod("nats-2", "2025-03-04T14:05:00Z"),
+        ]
+        .concat(),
+    );
+    let evidence = crate::detectors::testing::fetched_at(
+        "2025-03-04T14:40:00Z",
+        [object(1, "StatefulSet", NATS), pods],
+    );
+    let findings = crate::detectors::run_detectors(&evidence, &ctx);
+    let recovered = find(&findings, Kind::Recovered);
+    assert_eq!(
+        recovered.title(),
+        "StatefulSet `nats` recovered: all 3 of 3 replicas updated, ready and available since \
+         14:05 UTC"
+    );
+    // The alert's own subject, whole for half an hour: what it saw has ended.
+    assert!(recovered.verified);
+    assert_eq!(
+        quotes(recovered),
+        [
+            "readyReplicas: 3",
+            "- lastTransitionTime: '2025-03-04T14:05:00Z'"
+        ]
+    );
+
+    // Read minutes after its last pod came back, it is not yet a recovery to answer with.
+    let early =
+        crate::detectors::testing::fetched_at("2025-03-04T14:08:00Z", evidence.iter().cloned());
+    let findings = crate::detectors::run_detectors(&early, &ctx);
+    assert!(!find(&findings, Kind::Recovered).verified);
+}
