@@ -137,6 +137,13 @@ impl Payload for OomKilled {
         Subject::named(ObjectKind::Pod, self.pod.as_deref())
     }
 
+    /// The limit one view of the pod shows (its description) and another cut (a list).
+    fn merge_from(&mut self, other: &Self) {
+        if self.limit.is_none() {
+            self.limit = other.limit.clone();
+        }
+    }
+
     fn step(&self, scene: &Scene) -> String {
         let which = self
             .container

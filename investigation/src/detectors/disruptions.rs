@@ -1,7 +1,9 @@
 //! Pods stopped from outside: evicted by a drain or the cluster-autoscaler's scale-down (the
 //! pod's `DisruptionTarget` condition, `EvictionByEvictionAPI`; a `ScaleDown` event "deleting
 //! pod for node scale down"), preempted by a higher-priority pod, deleted by the taint manager,
-//! or evicted by the kubelet under node pressure (`Evicted`: "The node was low on resource").
+//! or evicted by the kubelet under node pressure (`Evicted`: "The node was low on resource") or
+//! for the pod's own storage limit ("exceeded its local ephemeral storage limit": the pod's
+//! doing, not the node's).
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
@@ -39,7 +41,15 @@ pub enum Disruption {
     TaintManager,
     /// The kubelet, to relieve node pressure.
     NodePressure,
+    /// The kubelet, because the pod wrote more local storage than its own limit allows
+    /// (`exceeded its local ephemeral storage limit`, an emptyDir over its `sizeLimit`).
+    OwnLimit,
 }
+
+/// The kubelet's words when it evicts a pod for its own storage limit, not for the node.
+static OWN_LIMIT: std::sync::LazyLock<regex::Regex> = regex!(
+    r"(?i)exceeded its local ephemeral storage limit|ephemeral local storage usage exceeds the total limit|Usage of EmptyDir volume .* exceeds the limit"
+);
 
 impl Disruption {
     fn words(self) -> &'static str {
@@ -49,6 +59,16 @@ impl Disruption {
             Disruption::Preemption => "preempted to make room for a higher-priority pod",
             Disruption::TaintManager => "deleted by the taint manager (a NoExecute taint)",
             Disruption::NodePressure => "evicted by the kubelet to relieve node pressure",
+            Disruption::OwnLimit => "evicted by the kubelet for exceeding its own storage limit",
+        }
+    }
+
+    /// A kubelet eviction, by what it says: the pod's own limit, else node pressure.
+    fn of_kubelet(says: Option<&str>) -> Self {
+        if says.is_some_and(|m| OWN_LIMIT.is_match(m)) {
+            Disruption::OwnLimit
+        } else {
+            Disruption::NodePressure
         }
     }
 
@@ -170,6 +190,12 @@ impl Payload for Disrupted {
                 "Relieve node `{node}`: find the pods using most of the resource under pressure \
                  (`kubectl top pods -A --sort-by=memory`) and fix or move them."
             ),
+            Disruption::OwnLimit => format!(
+                "Find what the container writes to local disk (its scratch and temp files, its \
+                 logs) and raise its `limits.ephemeral-storage` in {} to fit the largest work it \
+                 takes, or give that directory a sized emptyDir.",
+                scene.workload_ref
+            ),
         }
     }
 
@@ -211,10 +237,14 @@ fn condition(evidence: &crate::evidence::Evidence, pod: &Value) -> Option<Findin
         .into_iter()
         .find(|c| c.kind == "DisruptionTarget" && c.status == "True")?;
     let reason = disruption.reason.clone().unwrap_or_default();
+    let how = match Disruption::of_condition(&reason) {
+        Disruption::NodePressure => Disruption::of_kubelet(kube::str_at(pod, "/status/message")),
+        how => how,
+    };
     let mut f = Finding::new(
         Disrupted {
             pod: name.to_string(),
-            how: Disruption::of_condition(&reason),
+            how,
             node: kube::str_at(pod, "/spec/nodeName").map(str::to_string),
             says: Some(match &disruption.message {
                 Some(m) => format!("{reason}: {m}"),
@@ -252,7 +282,7 @@ fn events(evidence: &crate::evidence::Evidence) -> Vec<Finding> {
         }
         let says = message.map(|(m, _)| m);
         let how = match reason {
-            "Evicted" => Disruption::NodePressure,
+            "Evicted" => Disruption::of_kubelet(says),
             "Preempted" | "Preempting" => Disruption::Preemption,
             "TaintManagerEviction" => Disruption::TaintManager,
             "ScaleDown" if says.is_some_and(|m| m.contains("deleting pod")) => {

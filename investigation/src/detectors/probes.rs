@@ -17,11 +17,12 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::finding::in_pod;
-use super::text::{event_time, looks_like_injection, object_name, quote_from};
+use super::text::{event_time, looks_like_injection, object_name, quote_from, quote_line};
 use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
     cite, same_pod,
 };
+use crate::kube;
 
 static PROBE: LazyLock<Regex> =
     regex!(r"(?i)\b(Readiness|Liveness|Startup) probe (?:failed|errored)\b:?\s*(.*)");
@@ -60,6 +61,9 @@ pub struct ProbeFailure {
     /// A readiness probe answered with a server error under an alert about the service's
     /// requests: the application says it cannot serve.
     pub answers_server_error: bool,
+    /// What an HTTP probe asks for, from the pod's spec (`GET :8080/actuator/health`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asks: Option<String>,
 }
 
 impl Payload for ProbeFailure {
@@ -77,12 +81,17 @@ impl Payload for ProbeFailure {
             message: "Get \"http://10.1.2.3:8080/healthz\": context deadline exceeded".into(),
             count: Some(12),
             answers_server_error: false,
+            asks: None,
         }
     }
 
     fn title(&self) -> String {
+        let asks = self
+            .asks
+            .as_deref()
+            .map_or(String::new(), |a| format!(" (`{a}`)"));
         format!(
-            "{} probe failing: {}",
+            "{} probe failing: {}{asks}",
             self.probe.name(),
             firstline_model::text::clip(&self.message, 100, "…")
         )
@@ -160,6 +169,58 @@ impl Payload for ProbeFailure {
 }
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
+    let mut out = failures(round);
+    let pods = round.pods();
+    for finding in &mut out {
+        let Fact::ProbeFailure(failure) = &mut finding.fact else {
+            continue;
+        };
+        let Some((evidence, pod)) = pods.iter().find(|(_, p)| {
+            kube::str_at(p, "/metadata/name").is_some_and(|n| Some(n) == failure.pod.as_deref())
+        }) else {
+            continue;
+        };
+        if let Some((asks, path)) = http_probe(pod, failure.probe) {
+            failure.asks = Some(asks);
+            if let Some(line) = evidence
+                .excerpt
+                .lines()
+                .find(|l| l.trim_start().starts_with("path:") && l.contains(path.as_str()))
+            {
+                finding.add_ref(cite(evidence, quote_line(line)), 4);
+            }
+        }
+    }
+    out
+}
+
+/// What the pod's `probe` asks for when it is an HTTP probe: (`GET :port/path`, the path).
+fn http_probe(pod: &serde_json::Value, probe: Probe) -> Option<(String, String)> {
+    let key = match probe {
+        Probe::Liveness => "livenessProbe",
+        Probe::Readiness => "readinessProbe",
+        Probe::Startup => "startupProbe",
+    };
+    pod.pointer("/spec/containers")?
+        .as_array()?
+        .iter()
+        .find_map(|c| c.get(key)?.get("httpGet"))
+        .and_then(|get| {
+            let path = kube::str_at(get, "/path")?.to_string();
+            let port = get.get("port").map(|p| match p {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+            let asks = match port {
+                Some(port) => format!("GET :{port}{path}"),
+                None => format!("GET {path}"),
+            };
+            Some((asks, path))
+        })
+}
+
+/// The probe failures the kubelet reports, each probe once per object.
+fn failures(round: &Round<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     for (evidence, ctx) in round.structural() {
         let lines: Vec<&str> = evidence.excerpt.lines().collect();
@@ -196,6 +257,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                         message,
                         count,
                         answers_server_error,
+                        asks: None,
                     },
                     Confidence::Medium,
                     !answers_server_error,

@@ -133,6 +133,23 @@ fn a_pod_the_kubelet_evicted_for_node_pressure_is_a_consequence() {
 }
 
 #[test]
+fn a_pod_the_kubelet_evicted_for_its_own_storage_limit_is_a_cause() {
+    let evicted =
+        evicted("'Container renderer exceeded its local ephemeral storage limit \"1Gi\". '");
+    let disrupted = detect_kind(&[events(1, &evicted)], Kind::Disrupted);
+    let Fact::Disrupted(d) = &disrupted.fact else {
+        panic!("{disrupted:#?}");
+    };
+    assert_eq!(d.how, Disruption::OwnLimit);
+    assert_eq!(disrupted.role(), Role::Cause);
+    assert!(
+        disrupted.title().contains("its own storage limit"),
+        "{}",
+        disrupted.title()
+    );
+}
+
+#[test]
 fn events_about_other_objects_or_without_a_disruption_are_none() {
     let list = [
         short_event(

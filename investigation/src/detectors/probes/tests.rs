@@ -103,3 +103,40 @@ fn a_probe_output_over_several_lines_is_read_whole() {
     assert!(probe.title().contains("Sealed true"), "{}", probe.title());
     assert!(!probe.title().contains("Namespace"), "{}", probe.title());
 }
+
+#[test]
+fn an_http_probes_failure_says_what_the_probe_asks_for() {
+    let pod = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shipment-tracker-6f9b8c7d54-k2m8q
+  namespace: fulfilment
+spec:
+  containers:
+  - name: app
+    readinessProbe:
+      httpGet:
+        path: /actuator/health/readiness
+        port: 8080
+status:
+  phase: Running
+";
+    let events = crate::detectors::testing::ev(
+        2,
+        crate::evidence::Capability::Events,
+        serde_json::json!({"namespace": "fulfilment", "fieldSelector": "involvedObject.name=shipment-tracker-6f9b8c7d54-k2m8q"}),
+        "- message: 'Readiness probe failed: HTTP probe failed with statuscode: 404'\n  reason: Unhealthy\n  type: Warning\n  involvedObject:\n    kind: Pod\n    name: shipment-tracker-6f9b8c7d54-k2m8q\n",
+    );
+    let findings = detect(&[describe(1, pod), events], &ctx());
+    let probe = find(&findings, Kind::ProbeFailure);
+    assert_eq!(
+        probe.title(),
+        "Readiness probe failing: HTTP probe failed with statuscode: 404 (`GET \
+         :8080/actuator/health/readiness`)"
+    );
+    assert!(
+        crate::detectors::testing::quotes(probe).contains(&"path: /actuator/health/readiness"),
+        "{probe:#?}"
+    );
+}
