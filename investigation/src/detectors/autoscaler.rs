@@ -3,12 +3,13 @@
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
-//! | [`AutoscalerMaxed`] | consequence | the HPA runs at its maximum or reports ScalingLimited |
+//! | [`AutoscalerMaxed`] | consequence; a cause when its own spec pins it (`minReplicas` = `maxReplicas`) | the HPA runs at its maximum or reports ScalingLimited |
 //!
 //! An autoscaler at its maximum is what rising load per pod leads to — more traffic, or each
 //! request held longer by a slow dependency or a lock — never the cause itself: load growth
-//! (`steps.rs`) explains it. It caps capacity in turn: it explains the CPU throttling of its
-//! target's pods and the scale-up it made.
+//! (`steps.rs`) explains it. One whose minimum is its maximum cannot scale at all: that spec is
+//! why load it could have absorbed saturates its pods. It caps capacity in turn: it explains the
+//! CPU throttling of its target's pods and the scale-up it made.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -37,6 +38,9 @@ pub struct AutoscalerMaxed {
     /// The resources it scales on (`CPU`, `memory`).
     #[serde(default)]
     pub resources: Vec<String>,
+    /// Its `minReplicas` equals its `maxReplicas`: it cannot scale at all.
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 impl Payload for AutoscalerMaxed {
@@ -58,10 +62,21 @@ impl Payload for AutoscalerMaxed {
             limited: Some("TooManyReplicas".into()),
             scales_on: Vec::new(),
             resources: vec!["CPU".into()],
+            pinned: false,
         }
     }
 
     fn title(&self) -> String {
+        if self.pinned {
+            return format!(
+                "Autoscaler `{}` cannot scale: its minReplicas and maxReplicas are both {}{}",
+                self.hpa,
+                self.max,
+                self.limited
+                    .as_deref()
+                    .map_or(String::new(), |r| format!(" (ScalingLimited: {r})"))
+            );
+        }
         let wants = self
             .desired
             .filter(|d| *d > self.max)
@@ -105,7 +120,18 @@ impl Payload for AutoscalerMaxed {
         ))
     }
 
+    fn role(&self) -> Role {
+        Role::cause_unless_it_follows(!self.pinned)
+    }
+
     fn step(&self, scene: &Scene) -> String {
+        if self.pinned {
+            return format!(
+                "Give autoscaler `{}` room to scale: raise its maxReplicas above its minReplicas \
+                 ({}) — `kubectl -n {} edit hpa {}`, or the values that set them.",
+                self.hpa, self.max, scene.namespace, self.hpa
+            );
+        }
         format!(
             "Find why the load per pod rose (traffic, a slow dependency, a regression) and, if \
              the cluster has room, raise the autoscaler's maxReplicas for {}.",
@@ -156,6 +182,7 @@ fn autoscaler(evidence: &crate::evidence::Evidence, object: &Value) -> Option<Fi
             desired: count("/status/desiredReplicas"),
             limited: limited_reason.clone(),
             scales_on: scaling_metrics(object),
+            pinned: count("/spec/minReplicas") == Some(max),
             resources: object
                 .pointer("/spec/metrics")
                 .and_then(Value::as_array)
@@ -174,12 +201,18 @@ fn autoscaler(evidence: &crate::evidence::Evidence, object: &Value) -> Option<Fi
         Confidence::Medium,
         true,
     );
+    // Pinned, its minimum is the line that says why; else how many it runs.
+    let second = if count("/spec/minReplicas") == Some(max) {
+        format!("minReplicas: {max}")
+    } else {
+        format!("currentReplicas: {current}")
+    };
     cite_values(
         &mut f,
         evidence,
         &[
             &format!("maxReplicas: {max}"),
-            &format!("currentReplicas: {current}"),
+            &second,
             limited_reason.as_deref().unwrap_or(""),
         ],
     );

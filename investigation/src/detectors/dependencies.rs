@@ -29,6 +29,8 @@ use crate::kube;
 static DEPENDENCY: LazyLock<Regex> = regex!(
     r"(?i)connection refused|connection reset|connection timed out|connect(?:ion)? timeout|i/o timeout|could not connect|couldn't connect|failed to connect|unable to connect|cannot connect|can't connect|no route to host|host is unreachable|network is unreachable|all host\(s\) tried|\bECONNREFUSED\b|\bETIMEDOUT\b|\bEHOSTUNREACH\b|server closed the connection unexpectedly|could not translate host name|\bconnectexception\b"
 );
+static TIMED_OUT: LazyLock<Regex> =
+    regex!(r"(?i)i/o timeout|connection timed out|connect(?:ion)? timeout|\bETIMEDOUT\b");
 static DNS: LazyLock<Regex> = regex!(
     r"(?i)no such host|name or service not known|temporary failure in name resolution|could not resolve host|nodename nor servname|\bNXDOMAIN\b|server misbehaving|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|UnknownHostException|could not translate host name"
 );
@@ -71,9 +73,22 @@ pub struct Dependency {
     /// the network, a policy), not in the dependency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_ready: Option<String>,
+    /// The node the client pod runs on, when the round read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The same pod times out toward other destinations too (a database and DNS): what they
+    /// share is the client's side — its node, its network — so that is where to look.
+    #[serde(default)]
+    pub client_side: bool,
 }
 
 impl Dependency {
+    /// Whether the calls time out (no answer at all), rather than being refused or reset.
+    pub fn timed_out(&self) -> bool {
+        self.failure == DependencyFailure::DnsTimeout
+            || (self.failure == DependencyFailure::Connect && TIMED_OUT.is_match(&self.says))
+    }
+
     /// Whether the endpoint is the pod itself (`localhost`, `127.0.0.1`): a sidecar.
     fn to_sidecar(&self) -> bool {
         self.endpoint
@@ -100,6 +115,8 @@ impl Payload for Dependency {
             count: 3,
             says: "dial tcp 10.20.0.7:5432: connect: connection refused".into(),
             peer_ready: None,
+            node: None,
+            client_side: false,
         }
     }
 
@@ -192,6 +209,11 @@ impl Payload for Dependency {
     /// The other end: the endpoint, and any Service the line names by its DNS name (a client
     /// often logs both, `host=db.shop.svc … dial tcp 10.96.4.7:5432`).
     fn leads(&self) -> Vec<Lead> {
+        if self.client_side
+            && let Some(pod) = &self.pod
+        {
+            return vec![Lead::ClientNode { pod: pod.clone() }];
+        }
         let (DependencyFailure::Connect, Some(endpoint)) = (&self.failure, &self.endpoint) else {
             return Vec::new();
         };
@@ -234,6 +256,36 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             && d.failure == DependencyFailure::Connect
         {
             d.peer_ready = d.endpoint.as_deref().and_then(|e| ready_service(round, e));
+        }
+    }
+    // Timeouts from one pod toward several destinations point at the pod's own side.
+    let timing_out = |d: &Dependency| d.endpoint.is_some() && d.timed_out();
+    let mut per_pod: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for finding in &findings {
+        if let Fact::Dependency(d) = &finding.fact
+            && timing_out(d)
+            && let (Some(pod), Some(endpoint)) = (&d.pod, &d.endpoint)
+        {
+            let seen = per_pod.entry(pod.clone()).or_default();
+            if !seen.contains(endpoint) {
+                seen.push(endpoint.clone());
+            }
+        }
+    }
+    let pods = round.pods();
+    for finding in &mut findings {
+        if let Fact::Dependency(d) = &mut finding.fact {
+            d.node = d.pod.as_deref().and_then(|pod| {
+                pods.iter()
+                    .find(|(_, p)| crate::kube::str_at(p, "/metadata/name") == Some(pod))
+                    .and_then(|(_, p)| crate::kube::str_at(p, "/spec/nodeName"))
+                    .map(str::to_string)
+            });
+            d.client_side = timing_out(d)
+                && d.pod
+                    .as_ref()
+                    .and_then(|pod| per_pod.get(pod))
+                    .is_some_and(|destinations| destinations.len() >= 2);
         }
     }
     findings
@@ -325,6 +377,8 @@ fn dependency_errors(
                     count,
                     says: quote.clone(),
                     peer_ready: None,
+                    node: None,
+                    client_side: false,
                 },
                 confidence,
                 verified,

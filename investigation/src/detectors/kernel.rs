@@ -8,7 +8,8 @@
 //! | [`KernelFault`] | cause | the node's journal in the round holds the line |
 //!
 //! What explains what: a fault on the node that failing pods share explains their sharing it
-//! (and `siblings` locates a failure on such a node from two failing pods, not three). A
+//! (and `siblings` locates a failure on such a node from two failing pods, not three); a full
+//! conntrack table explains the timeouts of calls from pods on that node. A
 //! container's own memory-cgroup OOM kill is not a node fault (`containers` reads it).
 
 use std::sync::LazyLock;
@@ -180,9 +181,18 @@ impl Payload for KernelFault {
         self.fault.step(&self.node)
     }
 
-    /// The failing pods' sharing this node.
+    /// The failing pods' sharing this node, and the calls that time out from a pod on it when
+    /// the node drops packets.
     fn explains(&self, effect: &Finding) -> bool {
-        matches!(&effect.fact, Fact::SharedByFailing(s) if s.on_node(&self.node))
+        match &effect.fact {
+            Fact::SharedByFailing(s) => s.on_node(&self.node),
+            Fact::Dependency(d) => {
+                self.fault == Fault::ConntrackFull
+                    && d.node.as_deref() == Some(self.node.as_str())
+                    && d.timed_out()
+            }
+            _ => false,
+        }
     }
 }
 

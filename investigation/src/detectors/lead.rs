@@ -29,6 +29,8 @@ pub enum Lead {
     /// The other containers of a pod whose log cannot reach `localhost:port`: the sidecar that
     /// serves it (a database proxy, a mesh proxy) says why.
     Sidecars { pod: String, port: Option<u16> },
+    /// The node a client pod runs on, when its calls time out toward several destinations.
+    ClientNode { pod: String },
 }
 
 impl Lead {
@@ -42,6 +44,7 @@ impl Lead {
             Lead::Node { name } => format!("node `{name}`"),
             Lead::NodesTainted { key } => format!("nodes tainted `{key}`"),
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
+            Lead::ClientNode { pod } => format!("the node pod `{pod}` runs on"),
             Lead::Sidecars { pod, port } => match port {
                 Some(port) => {
                     format!("the containers beside the client in pod `{pod}` (port {port})")

@@ -490,19 +490,39 @@ pub fn container_for_line(lines: &[&str], index: usize) -> Option<String> {
 /// come after the line).
 fn yaml_item_name(lines: &[&str], index: usize) -> Option<String> {
     let indent = |l: &str| l.len() - l.trim_start().len();
-    let line_indent = indent(lines.get(index)?);
-    let start = (0..=index).rev().find(|&i| {
-        let l = lines[i];
-        l.trim_start().starts_with("- ") && indent(l) < line_indent.max(1)
-            || l.trim_start().starts_with("- ") && i == index
-    })?;
+    let dash = |l: &str| l.trim_start().starts_with("- ");
+    let line = lines.get(index)?;
+    // Back through the keys that open the line (each shallower than the last) to the list
+    // item holding them: an item's keys sit two columns in, so a sibling list's items at the
+    // same depth as a key (`env:`'s, beside `resources:`) are not it.
+    let start = if dash(line) {
+        index
+    } else {
+        let mut need = indent(line);
+        (0..index).rev().find(|&i| {
+            let l = lines[i];
+            if l.trim().is_empty() || l.trim_start().starts_with('#') {
+                return false;
+            }
+            let at = indent(l);
+            if dash(l) {
+                return at + 2 <= need;
+            }
+            if at < need {
+                need = at;
+            }
+            false
+        })?
+    };
     let item_indent = indent(lines[start]);
     let end = (start + 1..lines.len())
         .find(|&i| !lines[i].trim().is_empty() && indent(lines[i]) <= item_indent)
         .unwrap_or(lines.len());
     (start..end).find_map(|i| {
         let l = lines[i];
-        let at_item_level = i == start || indent(l) == item_indent + 2;
+        // The item's own keys, not a nested list's items at the same column (`- name:` of
+        // its `env:`).
+        let at_item_level = i == start || (indent(l) == item_indent + 2 && !dash(l));
         if !at_item_level {
             return None;
         }

@@ -201,6 +201,7 @@ fn maxed() -> AutoscalerMaxed {
         limited: Some("TooManyReplicas".into()),
         scales_on: Vec::new(),
         resources: vec!["CPU".into()],
+        pinned: false,
     }
 }
 

@@ -251,6 +251,30 @@ pub async fn follow<E: EvidenceSource>(
                 .unwrap_or_default();
             reached.nodes.extend(tainted.into_iter().take(MAX_TAINTED));
         }
+        Lead::ClientNode { pod } => match namespace {
+            Some(namespace) => {
+                let described = c
+                    .fetch(
+                        CapabilityRequest::PodDescribe {
+                            namespace: namespace.to_string(),
+                            pod: pod.clone(),
+                        },
+                        format!("pod `{pod}`: which node it runs on"),
+                    )
+                    .await;
+                if let Some(node) = described
+                    .as_deref()
+                    .and_then(|text| pod_of(text, pod))
+                    .and_then(|info| info.node)
+                {
+                    reached.nodes.push(node);
+                }
+            }
+            None => c.skip(
+                Capability::PodDescribe,
+                format!("the node of pod `{pod}`: the alert names no namespace"),
+            ),
+        },
         Lead::Sidecars { pod, .. } => match namespace {
             Some(namespace) => sidecars(c, namespace, pod).await,
             None => c.skip(

@@ -314,6 +314,23 @@ pub async fn walk<E: EvidenceSource>(
             histories.push(pair);
         }
     }
+    // Slow or saturated: an autoscaler that cannot add pods is part of the answer.
+    if matches!(
+        crate::detectors::alert_symptom(target),
+        crate::detectors::Symptom::Latency | crate::detectors::Symptom::Saturation
+    ) && !starts.iter().any(|s| matches!(s, Start::Autoscaler { .. }))
+        && let Some((namespace, workload)) = histories.first()
+    {
+        c.fetch(
+            CapabilityRequest::ObjectList {
+                namespace: Some(namespace.clone()),
+                kind: "HorizontalPodAutoscaler".into(),
+                label_selector: None,
+            },
+            format!("can `{workload}` scale out? The autoscalers of `{namespace}`"),
+        )
+        .await;
+    }
     for (namespace, workload) in histories {
         c.fetch(
             CapabilityRequest::DeployHistory {

@@ -44,3 +44,18 @@ fn an_autoscaler_with_room_left_is_not_maxed() {
     );
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+#[test]
+fn an_autoscaler_whose_minimum_is_its_maximum_cannot_scale_and_that_is_a_cause() {
+    let pinned = hpa(10, true).replace("minReplicas: 3", "minReplicas: 10");
+    let findings = detect(&[object(1, "HorizontalPodAutoscaler", &pinned)], &ctx());
+    let maxed = find(&findings, Kind::AutoscalerMaxed);
+    assert_eq!(maxed.role(), Role::Cause, "its own spec forbids scaling");
+    assert!(maxed.is_verified_cause());
+    assert_eq!(
+        maxed.title(),
+        "Autoscaler `storefront-web` cannot scale: its minReplicas and maxReplicas are both 10 \
+         (ScalingLimited: TooManyReplicas)"
+    );
+    assert!(quotes(maxed).contains(&"minReplicas: 10"), "{maxed:#?}");
+}

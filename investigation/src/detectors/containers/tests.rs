@@ -559,3 +559,38 @@ fn a_warning_retried_until_the_process_gave_up_at_error_level_is_why_it_died() {
     ];
     assert!(!find(&detect(&evidence, &ctx()), Kind::CrashLine).verified);
 }
+
+#[test]
+fn an_oom_kill_names_the_limit_even_behind_an_env_list() {
+    let pod = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: cassandra-2
+spec:
+  containers:
+  - env:
+    - name: MAX_HEAP_SIZE
+      value: 6G
+    - name: CASSANDRA_SEEDS
+      value: cassandra-0.cassandra
+    image: docker.io/library/cassandra:4.1.5
+    name: cassandra
+    resources:
+      limits:
+        cpu: '4'
+        memory: 8Gi
+status:
+  containerStatuses:
+  - lastState:
+      terminated:
+        exitCode: 137
+        reason: OOMKilled
+    name: cassandra
+    ready: false
+    restartCount: 11
+";
+    let findings = detect(&[describe(1, pod)], &ctx());
+    let oom = find(&findings, Kind::OomKilled);
+    assert_contains(&oom.detail(), "its memory limit is 8Gi");
+}

@@ -346,3 +346,32 @@ fn a_refusal_that_names_no_endpoint_is_not_given_a_made_up_name() {
     assert_eq!(dep.subject(), None);
     assert!(!d.merges_with(d));
 }
+
+#[test]
+fn timeouts_toward_several_destinations_point_at_the_clients_node() {
+    let log = r#"{"level":"error","msg":"db","error":"dial tcp 10.96.44.12:5432: i/o timeout"}
+{"level":"error","msg":"s3","error":"lookup images.s3.amazonaws.com on 10.96.0.10:53: read udp 10.244.1.9:51812->10.96.0.10:53: i/o timeout"}
+"#;
+    let pod = "catalog-api-6b8f9d7c54-2kx9q";
+    let findings = detect(&[log_of(1, pod, log)], &service_level());
+    let dependencies: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.kind() == Kind::Dependency)
+        .collect();
+    assert_eq!(dependencies.len(), 2, "{findings:#?}");
+    for d in &dependencies {
+        assert_eq!(
+            d.fact.leads(),
+            [Lead::ClientNode { pod: pod.into() }],
+            "{d:#?}"
+        );
+    }
+    // One destination timing out says nothing about the client's side.
+    let one = r#"{"level":"error","msg":"db","error":"dial tcp 10.96.44.12:5432: i/o timeout"}
+"#;
+    let findings = detect(&[log_of(1, pod, one)], &service_level());
+    let Fact::Dependency(d) = &find(&findings, Kind::Dependency).fact else {
+        unreachable!()
+    };
+    assert!(!d.client_side);
+}

@@ -188,3 +188,40 @@ fn two_failing_pods_on_a_node_whose_kernel_faults_locate_the_failure_there() {
             .any(|f| f.kind() == Kind::SharedByFailing)
     );
 }
+
+#[test]
+fn a_full_conntrack_table_explains_timeouts_from_a_pod_on_the_node_not_refusals() {
+    let fault = Finding::new(
+        KernelFault {
+            node: "worker-7".into(),
+            fault: Fault::ConntrackFull,
+            line: "nf_conntrack: nf_conntrack: table full, dropping packet".into(),
+            lines: 3,
+        },
+        crate::detectors::Confidence::High,
+        true,
+    );
+    let call = |node: &str, says: &str| {
+        Finding::new(
+            crate::detectors::dependencies::Dependency {
+                pod: Some("api-7d9f8c6b5-x2k4q".into()),
+                endpoint: Some("10.96.44.12:5432".into()),
+                failure: crate::detectors::dependencies::DependencyFailure::Connect,
+                count: 3,
+                says: says.into(),
+                peer_ready: None,
+                node: Some(node.into()),
+                client_side: true,
+            },
+            crate::detectors::Confidence::Medium,
+            true,
+        )
+    };
+    assert!(fault.explains(&call("worker-7", "dial tcp 10.96.44.12:5432: i/o timeout")));
+    // Another node's pod, or a refusal (an answer), is not the dropped packets.
+    assert!(!fault.explains(&call("worker-2", "dial tcp 10.96.44.12:5432: i/o timeout")));
+    assert!(!fault.explains(&call(
+        "worker-7",
+        "dial tcp 10.96.44.12:5432: connect: connection refused"
+    )));
+}
