@@ -44,7 +44,6 @@ const EXPECT_FAIL: &[&str] = &[
     // Scenarios written for issue 22 from the evidence alone, not yet answered: each asks or
     // answers in part (the other end of a dependency, a node or revision the failing pods
     // share, a spec field, a subject outside the cluster, a quieter error line).
-    "clickhouse-readonly-replicas-zookeeper-volume-full",
     "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
     "daemonset-node-exporter-listen-port-changed-probes-fail",
     "dynamodb-carts-write-throttling-ttl-backfill-job",

@@ -249,6 +249,18 @@ impl AlertTarget {
         } else {
             fill(&mut self.service, service);
         }
+        // A `hostname` that is a Service's cluster DNS name (a ClickHouse replica's
+        // `chi-events-main-0-0.clickhouse.svc.cluster.local`) names no node.
+        if let Some(host) = self.node.clone()
+            && let Some((name, namespace)) = cluster_service(&host)
+        {
+            self.node = None;
+            fill(&mut self.service, Some(name));
+            fill(&mut self.namespace, Some(namespace));
+            self.notes.push(format!(
+                "read the host `{host}` as a Service's cluster DNS name, not a node"
+            ));
+        }
 
         self.resolve_workload();
 
@@ -388,6 +400,18 @@ fn first_value(map: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> 
         .find_map(|key| formats::label_in(map, key))
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
+}
+
+/// (Service, namespace) of an in-cluster DNS name: `name.ns.svc[.cluster.local]`, or a pod of a
+/// headless Service `pod.name.ns.svc[…]`.
+fn cluster_service(host: &str) -> Option<(String, String)> {
+    let labels: Vec<&str> = host.trim_end_matches('.').split('.').collect();
+    let svc = labels.iter().position(|l| *l == "svc")?;
+    match svc {
+        2 => Some((labels[0].to_string(), labels[1].to_string())),
+        3 => Some((labels[1].to_string(), labels[2].to_string())),
+        _ => None,
+    }
 }
 
 fn fill(slot: &mut Option<String>, value: Option<String>) {

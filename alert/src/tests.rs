@@ -449,3 +449,21 @@ fn label_names_keep_their_case_and_known_keys_are_read_in_any_case() {
     assert_eq!(t.namespace.as_deref(), Some("fulfilment"));
     assert_eq!(t.severity.as_deref(), Some("warning"));
 }
+
+#[test]
+fn a_hostname_that_is_a_services_cluster_name_is_that_service_not_a_node() {
+    let t = parse_alert(
+        "[FIRING:1] ClickHouseReadonlyReplica\n*Details:*\n  • *alertname:* `ClickHouseReadonlyReplica`\n  • *hostname:* `chi-events-main-0-0.clickhouse.svc.cluster.local`\n  • *severity:* `high`",
+    );
+    assert_eq!(t.node, None, "{t:#?}");
+    assert_eq!(t.service.as_deref(), Some("chi-events-main-0-0"));
+    assert_eq!(t.namespace.as_deref(), Some("clickhouse"));
+    // A node's own name stays a node.
+    let t = parse_alert(
+        "[FIRING:1] NodeFilesystemAlmostFull\n*Details:*\n  • *hostname:* `ip-10-0-1-2.eu-west-1.compute.internal`",
+    );
+    assert_eq!(
+        t.node.as_deref(),
+        Some("ip-10-0-1-2.eu-west-1.compute.internal")
+    );
+}

@@ -509,6 +509,12 @@ impl Payload for CrashLoop {
             scene.previous_log_command(self.pod.as_deref(), self.container.as_deref())
         )
     }
+
+    /// The Service it is one of the unready pods of.
+    fn explains(&self, effect: &Finding) -> bool {
+        matches!(&effect.fact, Fact::NoEndpoints(e)
+            if self.pod.as_deref().is_some_and(|pod| e.not_ready_pods.iter().any(|n| n == pod)))
+    }
 }
 
 /// Whether a failure a pod's own log or status shows (a missing setting, a refused dependency,

@@ -6,11 +6,14 @@
 //!
 //! A Service whose selector matches no pod is broken by its own spec (a label renamed on one
 //! side); one whose pods are all unready, or not running because an earlier part saw them fail
-//! (Pending, crashing, not pulled), only passes their failure on.
+//! (Pending, crashing, not pulled), only passes their failure on — to the clients whose calls to
+//! its name or cluster IP fail, which it explains (and a crash loop of one of its unready pods
+//! explains it).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::lead::{HostName, host_name, split_endpoint};
 use super::text::cite_values;
 use super::{
     Confidence, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
@@ -30,6 +33,9 @@ pub struct NoEndpoints {
     /// An earlier part saw this Service's pods fail: that, not its selector, empties it.
     #[serde(default)]
     pub pods_failing: bool,
+    /// Its cluster IP, when the round read the Service: clients' logs may name it so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_ip: Option<String>,
 }
 
 impl NoEndpoints {
@@ -53,6 +59,7 @@ impl Payload for NoEndpoints {
             not_ready: 0,
             not_ready_pods: Vec::new(),
             pods_failing: false,
+            cluster_ip: None,
         }
     }
 
@@ -99,6 +106,22 @@ impl Payload for NoEndpoints {
 
     fn role(&self) -> Role {
         Role::cause_unless_it_follows(self.passes_on())
+    }
+
+    /// The calls its clients cannot make: to its name or its cluster IP.
+    fn explains(&self, effect: &super::Finding) -> bool {
+        let super::Fact::Dependency(d) = &effect.fact else {
+            return false;
+        };
+        let Some(endpoint) = d.endpoint.as_deref() else {
+            return false;
+        };
+        let (host, _) = split_endpoint(endpoint);
+        match host_name(&host) {
+            HostName::Address(ip) => self.cluster_ip.as_deref() == Some(ip.as_str()),
+            HostName::Service { name, .. } => name == self.service,
+            _ => false,
+        }
     }
 
     fn step(&self, scene: &Scene) -> String {
@@ -174,6 +197,13 @@ fn no_endpoints(
             pods_failing: round.found.iter().any(|f| {
                 POD_DOWN.contains(&f.kind()) && same_pod(f.resource().as_deref(), Some(name))
             }),
+            cluster_ip: round
+                .objects("Service")
+                .into_iter()
+                .find(|(_, service)| kube::str_at(service, "/metadata/name") == Some(name))
+                .and_then(|(_, service)| kube::str_at(service, "/spec/clusterIP"))
+                .filter(|ip| *ip != "None")
+                .map(str::to_string),
         },
         Confidence::High,
         true,

@@ -520,6 +520,7 @@ fn a_readiness_probe_explains_an_empty_service_only_when_its_pod_is_behind_it() 
             not_ready: 1,
             not_ready_pods: vec![behind.into()],
             pods_failing: false,
+            cluster_ip: None,
         })
     };
     assert!(probe.explains(&service(POD)));

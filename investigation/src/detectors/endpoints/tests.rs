@@ -140,3 +140,55 @@ Events:
     );
     assert_eq!(find(&findings, Kind::NoEndpoints).role(), Role::Cause);
 }
+
+#[test]
+fn an_empty_service_explains_its_clients_calls_by_name_or_cluster_ip_and_a_crash_loop_explains_it()
+{
+    let endpoints = format!(
+        "{CHECKOUT_ENDPOINTS}\
+subsets:
+- notReadyAddresses:
+  - ip: 10.244.3.17
+    targetRef:
+      kind: Pod
+      name: checkout-6b8d7c5f9-h8r2m
+      namespace: shop
+"
+    );
+    let service = "\
+apiVersion: v1
+kind: Service
+metadata:
+  name: checkout
+  namespace: shop
+spec:
+  clusterIP: 10.96.207.31
+";
+    let crashing = "\
+Name:  checkout-6b8d7c5f9-h8r2m
+Containers:
+  api:
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+    Restart Count:  6
+";
+    let client = "ERROR dial tcp 10.96.207.31:8080: connect: connection refused\n";
+    let findings = detect(
+        &[
+            object(1, "Endpoints", &endpoints),
+            object(2, "Service", service),
+            ev(
+                3,
+                Capability::PodDescribe,
+                json!({"name": "checkout-6b8d7c5f9-h8r2m", "namespace": "shop"}),
+                crashing,
+            ),
+            crate::detectors::testing::log_of(4, "web-5d8f7b9c4-q2w3e", client),
+        ],
+        &ctx(),
+    );
+    let none = find(&findings, Kind::NoEndpoints);
+    let call = find(&findings, Kind::Dependency);
+    assert!(none.explains(call), "{none:#?}\n{call:#?}");
+    assert!(find(&findings, Kind::CrashLoop).explains(none));
+}
