@@ -31,7 +31,6 @@ const EXPECT_FAIL: &[&str] = &[
     // failing pods share it; here an old revision's failure does not, and no detector reads a
     // node's clock skew. The eviction case names the node under memory pressure, but its next
     // steps still tune the probe (`initialDelaySeconds`), which the evidence contradicts.
-    "readiness-blip-on-replacement-after-memory-eviction",
     "old-failed-revision-herring-node-clock-skew",
     // Where extra load comes from (a Job inside the cluster) is not looked for.
     "hpa-maxed-consequence-of-export-job-load",

@@ -98,53 +98,70 @@ struct PodState {
 
 /// The pods the round's structured evidence describes.
 fn pod_states(round: &Round<'_>) -> Vec<PodState> {
-    round
+    // A pod list's items too, each alone (an excerpt keeps every item's identity).
+    let listed: Vec<Value> = round
+        .of(crate::evidence::Capability::PodList)
+        .flat_map(|e| super::revisions::records(&e.excerpt))
+        .map(|(_, object)| object)
+        .collect();
+    let mut states: Vec<PodState> = Vec::new();
+    for state in round
         .pods()
         .into_iter()
-        .filter_map(|(_, pod)| {
-            let name = kube::str_at(pod, "/metadata/name")?.to_string();
-            pod.pointer("/status")?;
-            let statuses: Vec<&Value> = pod
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .collect();
-            let started = statuses
+        .map(|(_, pod)| pod)
+        .chain(listed.iter())
+        .filter_map(pod_state)
+    {
+        if !states.iter().any(|s| s.name == state.name) {
+            states.push(state);
+        }
+    }
+    states
+}
+
+/// What one pod object says it is doing.
+fn pod_state(pod: &Value) -> Option<PodState> {
+    let name = kube::str_at(pod, "/metadata/name")?.to_string();
+    pod.pointer("/status")?;
+    let statuses: Vec<&Value> = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
+    let started = statuses
+        .iter()
+        .filter_map(|s| kube::str_at(s, "/state/running/startedAt"))
+        .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .max();
+    let phase = kube::str_at(pod, "/status/phase");
+    // A container that ran to its end (a Job's pod) was scheduled as surely as a
+    // running one.
+    let finished_at = statuses
+        .iter()
+        .filter_map(|s| kube::str_at(s, "/state/terminated/startedAt"))
+        .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .max();
+    Some(PodState {
+        ran: started.or(finished_at),
+        running: phase == Some("Running"),
+        pending: kube::str_at(pod, "/status/phase") == Some("Pending"),
+        ready: !statuses.is_empty()
+            && statuses
                 .iter()
-                .filter_map(|s| kube::str_at(s, "/state/running/startedAt"))
-                .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc))
-                .max();
-            let phase = kube::str_at(pod, "/status/phase");
-            // A container that ran to its end (a Job's pod) was scheduled as surely as a
-            // running one.
-            let finished_at = statuses
-                .iter()
-                .filter_map(|s| kube::str_at(s, "/state/terminated/startedAt"))
-                .filter_map(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc))
-                .max();
-            Some(PodState {
-                ran: started.or(finished_at),
-                running: phase == Some("Running"),
-                pending: kube::str_at(pod, "/status/phase") == Some("Pending"),
-                ready: !statuses.is_empty()
-                    && statuses
-                        .iter()
-                        .all(|s| s.get("ready").and_then(Value::as_bool) == Some(true)),
-                node: kube::str_at(pod, "/spec/nodeName").map(str::to_string),
-                started,
-                ready_since: kube::conditions_of(pod)
-                    .into_iter()
-                    .find(|c| c.kind == "Ready" && c.status == "True")
-                    .and_then(|c| c.since)
-                    .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
-                    .map(|t| t.with_timezone(&Utc)),
-                name,
-            })
-        })
-        .collect()
+                .all(|s| s.get("ready").and_then(Value::as_bool) == Some(true)),
+        node: kube::str_at(pod, "/spec/nodeName").map(str::to_string),
+        started,
+        ready_since: kube::conditions_of(pod)
+            .into_iter()
+            .find(|c| c.kind == "Ready" && c.status == "True")
+            .and_then(|c| c.since)
+            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.with_timezone(&Utc)),
+        name,
+    })
 }
 
 /// Why `finding` is superseded by later evidence, if it is.

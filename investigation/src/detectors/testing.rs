@@ -74,6 +74,21 @@ pub fn events(n: u32, text: &str) -> Evidence {
     ev(n, Capability::Events, json!({}), text)
 }
 
+/// One object's YAML as an item of a list (`- ` before its first line, the rest indented).
+pub fn list_item(object: &str) -> String {
+    object
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("- {l}\n")
+            } else {
+                format!("  {l}\n")
+            }
+        })
+        .collect()
+}
+
 /// One object as `resources_get` returns it.
 pub fn object(n: u32, kind: &str, text: &str) -> Evidence {
     ev(n, Capability::ObjectGet, json!({"kind": kind}), text)

@@ -41,6 +41,7 @@ const IDENTITY: [&[&str]; 3] = [
         "[].metadata.labels.eks.amazonaws.com/nodegroup",
         "[].metadata.labels.karpenter.sh/nodepool",
         "[].metadata.labels.cloud.google.com/gke-nodepool",
+        "[].status.containerStatuses.[].state.running.startedAt",
         "[].status.containerStatuses.[].state.waiting.reason",
         "[].status.containerStatuses.[].state.terminated.reason",
         "[].status.containerStatuses.[].lastState.terminated.reason",

@@ -106,7 +106,11 @@ pub async fn spelled_subject<E: EvidenceSource>(
     target: &AlertTarget,
     text: &str,
 ) -> Option<(String, String, String)> {
-    if target.namespace.is_some() || target.subject().is_some() {
+    // A managed resource known by its metric labels is looked up by them (`outside.rs`).
+    if target.namespace.is_some()
+        || target.subject().is_some()
+        || !super::outside::identifiers(target).is_empty()
+    {
         return None;
     }
     let words = squash(text);

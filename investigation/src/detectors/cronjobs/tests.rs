@@ -45,17 +45,7 @@ fn a_running_cronjob_or_one_in_a_list_says_nothing() {
         &cronjob(false),
     );
     assert!(!has(&detect(&[running], &ctx()), Kind::CronJobSuspended));
-    let item: String = cronjob(true)
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 {
-                format!("- {l}\n")
-            } else {
-                format!("  {l}\n")
-            }
-        })
-        .collect();
+    let item = crate::detectors::testing::list_item(&cronjob(true));
     let listed = ev(1, Capability::ObjectList, json!({"kind": "CronJob"}), &item);
     assert!(!has(&detect(&[listed], &ctx()), Kind::CronJobSuspended));
 }

@@ -312,6 +312,17 @@ fn one_probe_failure_while_the_container_started_is_routine_and_a_failing_probe_
         &ctx(),
     );
     assert_eq!(find(&later, Kind::ProbeFailure).standing, Standing::Current);
+
+    // A pod only a pod list shows (a replacement the round did not describe) is read too.
+    let item = crate::detectors::testing::list_item(&running);
+    let listed = ev(3, Capability::PodList, json!({"namespace": "shop"}), &item);
+    let starting = detect(vec![listed, pod_events(&[probe("13:50:20")])], &ctx());
+    assert_eq!(
+        find(&starting, Kind::ProbeFailure).standing,
+        Standing::Routine {
+            class: Routine::ProbeAtStartup
+        }
+    );
 }
 
 #[test]
