@@ -76,7 +76,16 @@ fn about_the_alert(state: &IncidentState) -> Vec<String> {
     let target = &state.alert.target;
     let mut out = Vec::new();
     let name = target.alertname.as_deref().unwrap_or("this alert");
+    // The round may have found its subject anyway (the claim's pods, a workload the alert's
+    // words spell): then something was described, and asking which is noise.
+    let described = state.evidence.iter().any(|e| {
+        matches!(
+            e.capability,
+            crate::evidence::Capability::PodDescribe | crate::evidence::Capability::ObjectGet
+        )
+    });
     match (state.alert.subject(), &target.namespace) {
+        (None, _) if described => {}
         (None, _) => out.push(format!(
             "Which pod, deployment or service is `{name}` about? The alert names none, so \
              nothing could be described or read."
@@ -271,5 +280,30 @@ mod tests {
         // Without a prior incident there is no such question.
         state.prior_incidents.clear();
         assert!(!questions(&state).iter().any(|q| q.starts_with("Is this")));
+    }
+
+    #[test]
+    fn which_pod_is_asked_only_when_nothing_could_be_described() {
+        let mut state = IncidentState::new(
+            AlertInput::parse("The check \"invoice-dunning (prod)\" is DOWN.", None),
+            ThreadContext::for_team("T1"),
+        );
+        let which = |state: &IncidentState| {
+            questions(state)
+                .iter()
+                .any(|q| q.starts_with("Which pod, deployment or service"))
+        };
+        assert!(which(&state));
+        // The round found the CronJob its words spell and read it.
+        state.evidence.push(crate::evidence::Evidence::new(
+            crate::evidence::EvidenceId::new(1).expect("an id"),
+            crate::evidence::Capability::ObjectGet,
+            "kubernetes",
+            "resources_get",
+            serde_json::json!({"kind": "CronJob", "name": "invoice-dunning"}),
+            "kind: CronJob".to_string(),
+            chrono::DateTime::from_timestamp(1_764_000_000, 0).expect("a time"),
+        ));
+        assert!(!which(&state));
     }
 }

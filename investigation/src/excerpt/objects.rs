@@ -29,6 +29,7 @@ const IDENTITY: [&[&str]; 3] = [
         "[].status.reason",
         "[].status.containerStatuses.[].ready",
         "[].status.containerStatuses.[].restartCount",
+        "[].spec.volumes.[].persistentVolumeClaim.claimName",
         "[].spec.unschedulable",
         "[].spec.taints.[].key",
         "[].spec.taints.[].value",

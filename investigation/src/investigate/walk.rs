@@ -156,6 +156,7 @@ pub async fn walk<E: EvidenceSource>(
             Start::Claim { namespace, name } => {
                 found.relate(name);
                 claim(c, namespace, name, "the volume claim the alert names").await;
+                candidates.extend(mounting_pods(c, namespace, name, &mut found).await);
             }
             Start::Node { name } => {
                 found.relate(name);
@@ -441,6 +442,41 @@ async fn pods_of<E: EvidenceSource>(
             } else {
                 format!("no pod of {kind} `{name}` was found, so no log was read")
             },
+        );
+    }
+    for pod in &pods {
+        found.relate(&pod.name);
+    }
+    pods
+}
+
+/// The pods that mount claim `name`: what writes to the volume the alert is about.
+async fn mounting_pods<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+    found: &mut Found,
+) -> Vec<PodInfo> {
+    let listed = c
+        .fetch(
+            CapabilityRequest::PodList {
+                namespace: namespace.to_string(),
+                label_selector: None,
+            },
+            format!("the pods of `{namespace}`, to find those that mount claim `{name}`"),
+        )
+        .await;
+    let pods: Vec<PodInfo> = listed
+        .as_deref()
+        .map(pods_in_list)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.claims.iter().any(|claim| claim == name))
+        .collect();
+    if pods.is_empty() && listed.is_some() {
+        c.skip(
+            Capability::PodDescribe,
+            format!("no pod of `{namespace}` mounts claim `{name}` now"),
         );
     }
     for pod in &pods {

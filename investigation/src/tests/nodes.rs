@@ -413,3 +413,59 @@ async fn a_heartbeat_alert_is_answered_as_one_without_calling_a_tool() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_volume_alert_reads_the_pod_that_mounts_the_claim_not_its_neighbours() {
+    let pods = "\
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: transcoder-7c9d8f6b5-wq4zp
+    namespace: media
+  spec:
+    nodeName: worker-2
+    volumes:
+    - name: scratch
+      persistentVolumeClaim:
+        claimName: transcode-scratch
+  status:
+    phase: Running
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: media-api-58b7d9c6f4-2kx8n
+    namespace: media
+  spec:
+    nodeName: worker-3
+  status:
+    phase: Running
+";
+    let source = Arc::new(
+        FakeSource::new()
+            .serve(
+                Capability::ObjectGet,
+                "kind: PersistentVolumeClaim\nmetadata:\n  name: transcode-scratch\n",
+            )
+            .serve(Capability::PodList, pods)
+            .serve(
+                Capability::PodDescribe,
+                "Name:  transcoder-7c9d8f6b5-wq4zp\n",
+            )
+            .serve(
+                Capability::PodLogsCurrent,
+                "ERROR job=tx_1 failed; keeping /scratch/tx_1\n",
+            )
+            .serve(Capability::Events, ""),
+    );
+    let alert = "[FIRING:1] KubePersistentVolumeFillingUp\n*Details:*\n  • *alertname:* `KubePersistentVolumeFillingUp`\n  • *namespace:* `media`\n  • *persistentvolumeclaim:* `transcode-scratch`\n";
+    run(&source, alert).await;
+    let described: Vec<String> = source
+        .requests()
+        .into_iter()
+        .filter_map(|r| match r {
+            CapabilityRequest::PodDescribe { pod, .. } => Some(pod),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(described, ["transcoder-7c9d8f6b5-wq4zp"]);
+}
