@@ -209,13 +209,15 @@ impl Payload for Dependency {
     /// The other end: the endpoint, and any Service the line names by its DNS name (a client
     /// often logs both, `host=db.shop.svc … dial tcp 10.96.4.7:5432`).
     fn leads(&self) -> Vec<Lead> {
-        if self.client_side
-            && let Some(pod) = &self.pod
-        {
-            return vec![Lead::ClientNode { pod: pod.clone() }];
-        }
+        // Its own node first when it times out everywhere, then the other end as usual.
+        let client_node: Vec<Lead> = self
+            .pod
+            .iter()
+            .filter(|_| self.client_side)
+            .map(|pod| Lead::ClientNode { pod: pod.clone() })
+            .collect();
         let (DependencyFailure::Connect, Some(endpoint)) = (&self.failure, &self.endpoint) else {
-            return Vec::new();
+            return client_node;
         };
         if self.to_sidecar() {
             return self
@@ -228,15 +230,15 @@ impl Payload for Dependency {
                 .collect();
         }
         let named = service_hosts(&self.says);
-        std::iter::once(split_endpoint(endpoint))
+        let hosts = std::iter::once(split_endpoint(endpoint))
             .chain(named)
             .filter(|(host, _)| worth_following(host))
             .map(|(host, port)| Lead::Host {
                 host,
                 port,
                 namespace: None,
-            })
-            .collect()
+            });
+        client_node.into_iter().chain(hosts).collect()
     }
 }
 
