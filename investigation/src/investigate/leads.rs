@@ -181,6 +181,7 @@ pub async fn follow<E: EvidenceSource>(
     c: &mut Collector<'_, E>,
     lead: &Lead,
     namespace: Option<&str>,
+    tail_lines: u32,
 ) -> Reached {
     let mut reached = Reached::default();
     match lead {
@@ -276,7 +277,7 @@ pub async fn follow<E: EvidenceSource>(
             ),
         },
         Lead::Sidecars { pod, .. } => match namespace {
-            Some(namespace) => sidecars(c, namespace, pod).await,
+            Some(namespace) => sidecars(c, namespace, pod, tail_lines).await,
             None => c.skip(
                 Capability::PodLogsCurrent,
                 format!("pod `{pod}`'s other containers: the alert names no namespace"),
@@ -295,8 +296,14 @@ pub async fn follow<E: EvidenceSource>(
 const MAX_SIDECARS: usize = 3;
 
 /// The containers of `pod` beside the one that cannot reach `localhost`: each one's log (and
-/// its crashed instance's, when it restarted), so the sidecar serving the port says why.
-async fn sidecars<E: EvidenceSource>(c: &mut Collector<'_, E>, namespace: &str, pod: &str) {
+/// its crashed instance's, when it restarted), so the sidecar serving the port says why. Logs
+/// are asked as the round asks them, so the client's own, read already, costs no call.
+async fn sidecars<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    pod: &str,
+    tail_lines: u32,
+) {
     let described = c
         .fetch(
             CapabilityRequest::PodDescribe {
@@ -320,7 +327,7 @@ async fn sidecars<E: EvidenceSource>(c: &mut Collector<'_, E>, namespace: &str, 
             pod: pod.to_string(),
             container: Some(container.name.clone()),
             previous,
-            tail_lines: SIDECAR_TAIL_LINES,
+            tail_lines,
         };
         if container.restarts > 0 {
             c.fetch(
@@ -342,9 +349,6 @@ async fn sidecars<E: EvidenceSource>(c: &mut Collector<'_, E>, namespace: &str, 
         .await;
     }
 }
-
-/// Lines asked of a sidecar's log.
-const SIDECAR_TAIL_LINES: u32 = 200;
 
 /// A Service's side: the Service (its selector and ports), its Endpoints, its pods.
 async fn service_end<E: EvidenceSource>(

@@ -896,7 +896,13 @@ async fn follow_leads<E: EvidenceSource>(
             format!("{label}, proposed by: {}", next.by),
             next.depth,
         )));
-        let reached = leads::follow(c, &next.lead, target.namespace.as_deref()).await;
+        let reached = leads::follow(
+            c,
+            &next.lead,
+            target.namespace.as_deref(),
+            options.tail_lines,
+        )
+        .await;
         for name in &reached.names {
             found.relate(name);
         }

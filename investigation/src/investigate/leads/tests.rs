@@ -232,7 +232,7 @@ fn db_world() -> Routed {
 async fn follow_in(source: &Routed, lead: Lead) -> (Reached, Vec<String>) {
     let options = InvestigateOptions::default();
     let mut c = Collector::new(source, &options, 1);
-    let reached = follow(&mut c, &lead, Some("shop")).await;
+    let reached = follow(&mut c, &lead, Some("shop"), 300).await;
     let skipped = c.missing.iter().map(|m| m.reason.clone()).collect();
     (reached, skipped)
 }
