@@ -44,7 +44,6 @@ const EXPECT_FAIL: &[&str] = &[
     // answers in part (the other end of a dependency, a node or revision the failing pods
     // share, a spec field, a subject outside the cluster, a quieter error line).
     "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
-    "daemonset-node-exporter-listen-port-changed-probes-fail",
     "dynamodb-carts-write-throttling-ttl-backfill-job",
     "envoy-pending-overflow-quote-api-fx-stacktrace-noise",
     "nginx-worker-connections-exhausted-scanner-404-noise",

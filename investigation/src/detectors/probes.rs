@@ -64,6 +64,10 @@ pub struct ProbeFailure {
     /// What an HTTP probe asks for, from the pod's spec (`GET :8080/actuator/health`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asks: Option<String>,
+    /// The probe's connections are refused on one port while the container's own log says it
+    /// listens on this other one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listens_on: Option<u16>,
 }
 
 impl Payload for ProbeFailure {
@@ -82,10 +86,18 @@ impl Payload for ProbeFailure {
             count: Some(12),
             answers_server_error: false,
             asks: None,
+            listens_on: None,
         }
     }
 
     fn title(&self) -> String {
+        if let Some(port) = self.listens_on {
+            return format!(
+                "{} probe refused: it probes a port the container does not listen on (the \
+                 container listens on {port})",
+                self.probe.name()
+            );
+        }
         let asks = self
             .asks
             .as_deref()
@@ -138,6 +150,14 @@ impl Payload for ProbeFailure {
     }
 
     fn step(&self, scene: &Scene) -> String {
+        if let Some(port) = self.listens_on {
+            return format!(
+                "Make the probe and the container agree on the port: the container listens on \
+                 {port} — point the probe (and the containerPort and Service targetPort) there, \
+                 or put the listen address back, in {}.",
+                scene.workload_of(self.pod.as_deref())
+            );
+        }
         match self.probe {
             Probe::Liveness | Probe::Startup => format!(
                 "Check the probe against the app's start-up time: if it is only slow to start, \
@@ -191,8 +211,41 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             }
         }
     }
+    // A probe refused on one port while the container's log names the one it listens on.
+    let logs = super::logscan::LogScan::all(round, false);
+    for finding in &mut out {
+        let Fact::ProbeFailure(failure) = &mut finding.fact else {
+            continue;
+        };
+        let Some(refused) = REFUSED_PORT
+            .captures(&failure.message)
+            .and_then(|c| c[1].parse::<u16>().ok())
+        else {
+            continue;
+        };
+        let listening = logs
+            .iter()
+            .filter(|scan| same_pod(scan.pod.as_deref(), failure.pod.as_deref()))
+            .find_map(|scan| {
+                scan.lines.iter().rev().find_map(|(_, line)| {
+                    let port = LISTENING.captures(line)?[1].parse::<u16>().ok()?;
+                    Some((scan.evidence, *line, port))
+                })
+            });
+        if let Some((evidence, line, port)) = listening.filter(|(_, _, p)| *p != refused) {
+            failure.listens_on = Some(port);
+            finding.add_ref(cite(evidence, quote_line(line)), 4);
+        }
+    }
     out
 }
+
+/// A probe's connection refused, and the port it tried.
+static REFUSED_PORT: LazyLock<Regex> = regex!(r":(\d{2,5}): connect: connection refused");
+/// A server saying which port it listens on.
+static LISTENING: LazyLock<Regex> = regex!(
+    r#"(?i)\b(?:listening on|listen(?:ing)? address|started on port\(s\)?:?|server listening on)\b[^\n]{0,40}?[:\s=](\d{2,5})\b"#
+);
 
 /// What the pod's `probe` asks for when it is an HTTP probe: (`GET :port/path`, the path).
 fn http_probe(pod: &serde_json::Value, probe: Probe) -> Option<(String, String)> {
@@ -258,6 +311,7 @@ fn failures(round: &Round<'_>) -> Vec<Finding> {
                         count,
                         answers_server_error,
                         asks: None,
+                        listens_on: None,
                     },
                     Confidence::Medium,
                     !answers_server_error,

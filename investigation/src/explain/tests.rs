@@ -513,6 +513,7 @@ fn a_readiness_probe_explains_an_empty_service_only_when_its_pod_is_behind_it() 
         count: Some(12),
         answers_server_error: false,
         asks: None,
+        listens_on: None,
     });
     let service = |behind: &str| {
         symptom(NoEndpoints {

@@ -140,3 +140,36 @@ status:
         "{probe:#?}"
     );
 }
+
+#[test]
+fn a_probe_refused_where_the_container_does_not_listen_names_the_port_it_does() {
+    let description = "\
+Name:  node-exporter-b7q2n
+Events:
+  Warning  Unhealthy  5s (x24 over 4m)  kubelet  Liveness probe failed: Get \"http://10.244.200.110:9100/\": dial tcp 10.244.200.110:9100: connect: connection refused
+";
+    let log = crate::detectors::testing::log_of(
+        2,
+        crate::detectors::testing::POD,
+        "ts=2025-01-01T00:00:00.121Z caller=tls_config.go:313 level=info msg=\"Listening on\" address=[::]:9110\n",
+    );
+    let findings = detect(&[describe(1, description), log], &ctx());
+    let probe = find(&findings, Kind::ProbeFailure);
+    assert_eq!(
+        probe.title(),
+        "Liveness probe refused: it probes a port the container does not listen on (the \
+         container listens on 9110)"
+    );
+    // Listening on the port it is probed on says nothing of the kind.
+    let same = crate::detectors::testing::log_of(
+        2,
+        crate::detectors::testing::POD,
+        "level=info msg=\"Listening on\" address=[::]:9100\n",
+    );
+    let findings = detect(&[describe(1, description), same], &ctx());
+    assert!(
+        find(&findings, Kind::ProbeFailure)
+            .title()
+            .starts_with("Liveness probe failing")
+    );
+}
