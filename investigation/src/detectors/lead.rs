@@ -167,6 +167,17 @@ pub fn worth_following(host: &str) -> bool {
     host_name(host) != HostName::Loopback
 }
 
+/// Whether `endpoint` (`host:port` or a host) names Service `service`: by its DNS name, or by
+/// its cluster IP when that is known.
+pub fn names_service(endpoint: &str, service: &str, cluster_ip: Option<&str>) -> bool {
+    let (host, _) = split_endpoint(endpoint);
+    match host_name(&host) {
+        HostName::Address(ip) => cluster_ip == Some(ip.as_str()),
+        HostName::Service { name, .. } => name == service,
+        _ => false,
+    }
+}
+
 /// `host:port` → the host and the port, when the text names one.
 pub fn split_endpoint(endpoint: &str) -> (String, Option<u16>) {
     match endpoint.rsplit_once(':') {

@@ -261,6 +261,8 @@ pub struct Round<'a> {
     views: &'a [(Evidence, DetectionContext)],
     /// The objects the evidence holds, parsed once (see [`Round::objects`]).
     parsed: &'a [(&'a Evidence, serde_json::Value)],
+    /// Every item of the round's object views, parsed on its own (see [`Round::items`]).
+    items: &'a [(&'a Evidence, &'a str, serde_json::Value)],
 }
 
 impl Round<'_> {
@@ -310,6 +312,13 @@ impl Round<'_> {
             })
             .map(|(e, o)| (*e, o))
             .collect()
+    }
+
+    /// Every item of the round's lists and object views (`pods_list`, `resources_list`,
+    /// `resources_get`), each parsed on its own — a list the excerpt cut still yields its
+    /// intact items — with the evidence and the item's own text. Parsed once a round.
+    pub fn items(&self) -> &[(&Evidence, &str, serde_json::Value)] {
+        self.items
     }
 
     /// Every Kubernetes object the round's descriptions and object views hold, parsed once a
@@ -709,6 +718,7 @@ fn about_replicas(alertname: &str) -> bool {
 pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Finding> {
     let views = structural_views(evidence, ctx);
     let parsed = parse_objects(evidence);
+    let items = parse_items(evidence);
     let mut findings: Vec<Finding> = Vec::new();
     for part in PARTS {
         let round = Round {
@@ -717,6 +727,7 @@ pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Findi
             found: &findings,
             views: &views,
             parsed: &parsed,
+            items: &items,
         };
         let found = (part.detect)(&round);
         tracing::trace!(part = part.name, found = found.len(), "detector part ran");
@@ -728,6 +739,7 @@ pub fn run_detectors(evidence: &[Evidence], ctx: &DetectionContext) -> Vec<Findi
         found: &[],
         views: &views,
         parsed: &parsed,
+        items: &items,
     };
     standing::decide(&mut findings, &all);
     let mut merged = merge(findings);
@@ -752,6 +764,27 @@ fn parse_objects(evidence: &[Evidence]) -> Vec<(&Evidence, serde_json::Value)> {
             crate::kube::objects(&e.excerpt)
                 .into_iter()
                 .map(move |o| (e, o))
+        })
+        .collect()
+}
+
+/// The items of the round's lists and object views, each parsed on its own.
+fn parse_items(evidence: &[Evidence]) -> Vec<(&Evidence, &str, serde_json::Value)> {
+    evidence
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.capability,
+                Capability::PodList
+                    | Capability::ObjectGet
+                    | Capability::ObjectList
+                    | Capability::Other(_)
+            )
+        })
+        .flat_map(|e| {
+            revisions::records(&e.excerpt)
+                .into_iter()
+                .map(move |(text, object)| (e, text, object))
         })
         .collect()
 }

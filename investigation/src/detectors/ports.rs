@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::lead::{HostName, host_name, split_endpoint};
+use super::lead::names_service;
 use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
     cite,
@@ -98,15 +98,9 @@ impl Payload for PortMismatch {
         let Fact::Dependency(d) = &effect.fact else {
             return false;
         };
-        let Some(endpoint) = d.endpoint.as_deref() else {
-            return false;
-        };
-        let (host, _) = split_endpoint(endpoint);
-        match host_name(&host) {
-            HostName::Address(ip) => self.cluster_ip.as_deref() == Some(ip.as_str()),
-            HostName::Service { name, .. } => name == self.service,
-            _ => false,
-        }
+        d.endpoint
+            .as_deref()
+            .is_some_and(|e| names_service(e, &self.service, self.cluster_ip.as_deref()))
     }
 }
 

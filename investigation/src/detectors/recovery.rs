@@ -213,15 +213,13 @@ impl Payload for Recovered {
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let ctx = round.ctx;
     let mut pods: Vec<(&Evidence, &Value)> = round.pods();
-    let listed: Vec<(&Evidence, (&str, Value))> = round
-        .of(Capability::PodList)
-        .flat_map(|e| {
-            super::revisions::records(&e.excerpt)
-                .into_iter()
-                .map(move |r| (e, r))
-        })
-        .collect();
-    pods.extend(listed.iter().map(|(e, (_, object))| (*e, object)));
+    pods.extend(
+        round
+            .items()
+            .iter()
+            .filter(|(e, ..)| e.capability == Capability::PodList)
+            .map(|(e, _, object)| (*e, object)),
+    );
     let mut out = Vec::new();
     out.extend(
         round

@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::lead::Lead;
-use super::revisions::records;
 use super::text::quote_line;
 use super::{
     Citation, Confidence, Fact, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene,
@@ -348,7 +347,7 @@ struct Pod<'a> {
 /// One Node object the round holds.
 struct Node<'a> {
     name: String,
-    object: Value,
+    object: &'a Value,
     evidence: &'a Evidence,
     text: &'a str,
 }
@@ -356,7 +355,7 @@ struct Node<'a> {
 impl Node<'_> {
     fn value(&self, key: &str) -> Option<&str> {
         if NODE_INFO.contains(&key) {
-            kube::str_at(&self.object, &format!("/status/nodeInfo/{key}"))
+            kube::str_at(self.object, &format!("/status/nodeInfo/{key}"))
         } else {
             self.object
                 .pointer("/metadata/labels")
@@ -714,17 +713,21 @@ fn read_pods<'a>(round: &'a Round<'_>) -> Vec<Pod<'a>> {
                 }
             }
             Capability::PodList | Capability::ObjectList => {
-                let items = records(&evidence.excerpt);
+                let items: Vec<&(&Evidence, &str, Value)> = round
+                    .items()
+                    .iter()
+                    .filter(|(e, ..)| std::ptr::eq(*e, evidence))
+                    .collect();
                 if items.is_empty() {
                     for info in kube::pods_in_list(&evidence.excerpt) {
                         push(info, None, evidence, &evidence.excerpt);
                     }
                 }
-                for (text, object) in items {
-                    if is_pod(&object)
-                        && let Some(info) = pod_info(&object)
+                for (_, text, object) in items {
+                    if is_pod(object)
+                        && let Some(info) = pod_info(object)
                     {
-                        push(info, Some(&object), evidence, text);
+                        push(info, Some(object), evidence, text);
                     }
                 }
             }
@@ -749,31 +752,24 @@ fn pod_info(object: &Value) -> Option<PodInfo> {
 /// The Nodes the round's object views hold, each from its own item.
 fn read_nodes<'a>(round: &'a Round<'_>) -> Vec<Node<'a>> {
     let mut out: Vec<Node<'a>> = Vec::new();
-    for evidence in round.evidence.iter().filter(|e| {
-        matches!(
-            e.capability,
-            Capability::ObjectGet | Capability::ObjectList | Capability::Other(_)
-        )
-    }) {
-        for (text, object) in records(&evidence.excerpt) {
-            let Some(name) = kube::str_at(&object, "/metadata/name").map(str::to_string) else {
-                continue;
-            };
-            if kube::str_at(&object, "/kind") != Some("Node") {
-                continue;
-            }
-            let node = Node {
-                name,
-                object,
-                evidence,
-                text,
-            };
-            // A node read on its own says more than a list cut to fit: keep the fuller one.
-            match out.iter_mut().find(|n| n.name == node.name) {
-                Some(seen) if label_count(&seen.object) < label_count(&node.object) => *seen = node,
-                Some(_) => {}
-                None => out.push(node),
-            }
+    for (evidence, text, object) in round.items() {
+        let Some(name) = kube::str_at(object, "/metadata/name").map(str::to_string) else {
+            continue;
+        };
+        if kube::str_at(object, "/kind") != Some("Node") {
+            continue;
+        }
+        let node = Node {
+            name,
+            object,
+            evidence,
+            text,
+        };
+        // A node read on its own says more than a list cut to fit: keep the fuller one.
+        match out.iter_mut().find(|n| n.name == node.name) {
+            Some(seen) if label_count(seen.object) < label_count(node.object) => *seen = node,
+            Some(_) => {}
+            None => out.push(node),
         }
     }
     out

@@ -99,17 +99,17 @@ struct PodState {
 /// The pods the round's structured evidence describes.
 fn pod_states(round: &Round<'_>) -> Vec<PodState> {
     // A pod list's items too, each alone (an excerpt keeps every item's identity).
-    let listed: Vec<Value> = round
-        .of(crate::evidence::Capability::PodList)
-        .flat_map(|e| super::revisions::records(&e.excerpt))
-        .map(|(_, object)| object)
-        .collect();
+    let listed = round
+        .items()
+        .iter()
+        .filter(|(e, ..)| e.capability == crate::evidence::Capability::PodList)
+        .map(|(_, _, object)| object);
     let mut states: Vec<PodState> = Vec::new();
     for state in round
         .pods()
         .into_iter()
         .map(|(_, pod)| pod)
-        .chain(listed.iter())
+        .chain(listed)
         .filter_map(pod_state)
     {
         if !states.iter().any(|s| s.name == state.name) {

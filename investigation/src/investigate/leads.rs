@@ -359,6 +359,38 @@ async fn service_end<E: EvidenceSource>(
     reached: &mut Reached,
 ) {
     let port_words = port.map_or(String::new(), |p| format!(" (port {p})"));
+    let Some((_, mut pods)) = read_service(
+        c,
+        namespace,
+        name,
+        format!(
+            "the other end of the failing calls: Service `{name}`{port_words}, its selector and \
+             ports"
+        ),
+        format!("which pods back Service `{name}` now, on which ports"),
+        |selector| format!("the pods behind Service `{name}` (`{selector}`)"),
+    )
+    .await
+    else {
+        return;
+    };
+    reached.names.push(name.to_string());
+    rank_pods(&mut pods);
+    reached.pods.extend(pods.into_iter().take(1));
+}
+
+/// Service `name` read from its side, each step with its reason: the Service (`why_service`),
+/// its Endpoints (`why_endpoints`) and the pods its selector picks (`why_pods`, given the
+/// selector). The selector and those pods; `None` when the Service or its selector cannot be
+/// read.
+pub async fn read_service<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+    why_service: String,
+    why_endpoints: String,
+    why_pods: impl FnOnce(&str) -> String,
+) -> Option<(String, Vec<PodInfo>)> {
     let described = c
         .fetch(
             CapabilityRequest::ObjectGet {
@@ -366,20 +398,17 @@ async fn service_end<E: EvidenceSource>(
                 kind: "Service".into(),
                 name: name.to_string(),
             },
-            format!("the other end of the failing calls: Service `{name}`{port_words}, its selector and ports"),
+            why_service,
         )
         .await;
-    let Some(selector) = described.as_deref().and_then(selector_of) else {
-        return;
-    };
-    reached.names.push(name.to_string());
+    let selector = described.as_deref().and_then(selector_of)?;
     c.fetch(
         CapabilityRequest::ObjectGet {
             namespace: Some(namespace.to_string()),
             kind: "Endpoints".into(),
             name: name.to_string(),
         },
-        format!("which pods back Service `{name}` now, on which ports"),
+        why_endpoints,
     )
     .await;
     let listed = c
@@ -388,12 +417,11 @@ async fn service_end<E: EvidenceSource>(
                 namespace: namespace.to_string(),
                 label_selector: Some(selector.clone()),
             },
-            format!("the pods behind Service `{name}` (`{selector}`)"),
+            why_pods(&selector),
         )
         .await;
-    let mut pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
-    rank_pods(&mut pods);
-    reached.pods.extend(pods.into_iter().take(1));
+    let pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+    Some((selector, pods))
 }
 
 /// An address: the Service whose cluster IP it is, else the pod whose IP it is.

@@ -622,37 +622,17 @@ async fn service_pods<E: EvidenceSource>(
     found: &mut Found,
     deployments: &mut Vec<(String, String)>,
 ) -> Vec<PodInfo> {
-    let described = c
-        .fetch(
-            CapabilityRequest::ObjectGet {
-                namespace: Some(namespace.to_string()),
-                kind: "Service".into(),
-                name: name.to_string(),
-            },
-            format!("the alert names `{name}` but no pod: the Service's selector finds its pods"),
-        )
-        .await;
-    match described.as_deref().map(selector_of) {
-        Some(Some(selector)) => {
-            c.fetch(
-                CapabilityRequest::ObjectGet {
-                    namespace: Some(namespace.to_string()),
-                    kind: "Endpoints".into(),
-                    name: name.to_string(),
-                },
-                format!("which pods back Service `{name}` right now (ready and not ready)"),
-            )
-            .await;
-            let listed = c
-                .fetch(
-                    CapabilityRequest::PodList {
-                        namespace: namespace.to_string(),
-                        label_selector: Some(selector.clone()),
-                    },
-                    format!("the pods of Service `{name}`, by its selector `{selector}`"),
-                )
-                .await;
-            let pods = listed.as_deref().map(pods_in_list).unwrap_or_default();
+    let side = leads::read_service(
+        c,
+        namespace,
+        name,
+        format!("the alert names `{name}` but no pod: the Service's selector finds its pods"),
+        format!("which pods back Service `{name}` right now (ready and not ready)"),
+        |selector| format!("the pods of Service `{name}`, by its selector `{selector}`"),
+    )
+    .await;
+    match side {
+        Some((selector, pods)) => {
             if pods.is_empty() {
                 // A selector matching nothing is itself the finding; the namespace shows what
                 // the pods are labelled instead.
@@ -688,11 +668,11 @@ async fn service_pods<E: EvidenceSource>(
             }
             pods
         }
-        _ if or_workload => {
+        None if or_workload => {
             deployments.push((namespace.to_string(), name.to_string()));
             workload_pods(c, namespace, "Deployment", name, found).await
         }
-        _ => Vec::new(),
+        None => Vec::new(),
     }
 }
 
@@ -714,12 +694,7 @@ async fn inspect_pod<E: EvidenceSource>(
     } else {
         format!(
             "pod `{}` ({}): its containers' states, restarts and exit codes",
-            pod.name,
-            if pod.status.is_empty() {
-                "status unknown"
-            } else {
-                &pod.status
-            }
+            pod.name, pod.status
         )
     };
     let described = c

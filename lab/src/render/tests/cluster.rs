@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{args, parse};
+use super::{args, get, names, parse, yaml};
 use crate::render::pod_ips::derived_ip;
 use crate::render::*;
 use crate::scenario::Scenario;
@@ -58,31 +58,8 @@ fn world() -> Scenario {
     parse(WORLD)
 }
 
-fn yaml(text: &str) -> Value {
-    serde_norway::from_str(text).unwrap()
-}
-
-fn get(s: &Scenario, api_version: &str, kind: &str, namespace: &str, name: &str) -> Value {
-    let text = resources_get(
-        s,
-        &args(
-            json!({"apiVersion": api_version, "kind": kind, "namespace": namespace, "name": name}),
-        ),
-    )
-    .unwrap_or_else(|e| panic!("{kind} {name}: {e}"));
-    yaml(&text)
-}
-
 fn list(s: &Scenario, query: Value) -> Value {
     yaml(&resources_list(s, &args(query)).unwrap())
-}
-
-fn names(list: &Value) -> Vec<&str> {
-    list.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|o| o["metadata"]["name"].as_str())
-        .collect()
 }
 
 #[test]

@@ -63,6 +63,32 @@ fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap()
 }
 
+/// A YAML answer, parsed.
+fn yaml(text: &str) -> Value {
+    serde_norway::from_str(text).unwrap()
+}
+
+/// Object `kind` `namespace/name` as `resources_get` answers it.
+fn get(s: &Scenario, api_version: &str, kind: &str, namespace: &str, name: &str) -> Value {
+    let text = resources_get(
+        s,
+        &args(
+            json!({"apiVersion": api_version, "kind": kind, "namespace": namespace, "name": name}),
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{kind} {name}: {e}"));
+    yaml(&text)
+}
+
+/// The names of a list's objects.
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect()
+}
+
 #[test]
 fn pod_yaml_has_sorted_kubernetes_fields() {
     let text = pods_get(
