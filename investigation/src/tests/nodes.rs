@@ -469,3 +469,47 @@ async fn a_volume_alert_reads_the_pod_that_mounts_the_claim_not_its_neighbours()
         .collect();
     assert_eq!(described, ["transcoder-7c9d8f6b5-wq4zp"]);
 }
+
+#[tokio::test]
+async fn an_alert_naming_no_object_reads_the_workload_its_words_spell() {
+    let cronjobs = "\
+- apiVersion: batch/v1
+  kind: CronJob
+  metadata:
+    name: invoice-dunning
+    namespace: collections
+- apiVersion: batch/v1
+  kind: CronJob
+  metadata:
+    name: payment-retry
+    namespace: collections
+";
+    let suspended = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: invoice-dunning\n  namespace: collections\nspec:\n  schedule: 15 2 * * *\n  suspend: true\n";
+    let source = Arc::new(
+        FakeSource::new()
+            .serve(Capability::ObjectList, cronjobs)
+            .serve(Capability::ObjectGet, suspended)
+            .serve(Capability::Events, ""),
+    );
+    let done = run(
+        &source,
+        ":red_circle: The check \"invoice-dunning (prod)\" is DOWN.\nSuccess signal did not arrive on time, grace time passed.",
+    )
+    .await;
+    let asked_for_it = source.requests().into_iter().any(|r| {
+        matches!(r, CapabilityRequest::ObjectGet { namespace: Some(ns), kind, name }
+            if ns == "collections" && kind == "CronJob" && name == "invoice-dunning")
+    });
+    assert!(asked_for_it, "{:#?}", source.requests());
+    let text = render_markdown(&done);
+    assert!(text.contains("is suspended"), "{text}");
+    // It was found: no question asks which pod the alert is about.
+    assert!(
+        !done
+            .questions
+            .iter()
+            .any(|q| q.starts_with("Which pod, deployment or service")),
+        "{:#?}",
+        done.questions
+    );
+}
