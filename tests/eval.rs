@@ -53,12 +53,10 @@ const EXPECT_FAIL: &[&str] = &[
     "rds-claims-prod-cpu-credits-exhausted",
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
-    "rightsizing-cpu-limit-cut-throttling-canary",
     "sms-notifier-twilio-429-invalid-number-noise",
     "sqs-order-events-backlog-consumer-kms-access-denied",
     "statefulset-es-new-ami-nodes-max-map-count",
     "statefulset-zookeeper-runasuser-change-permission-denied",
-    "wallet-api-redis-misconf-bgsave-volume-full",
     // The headline names the node group only the failing pods run on, against their healthy
     // siblings, but not what is wrong there (the JVM sizing its heap from a cgroup v2 host).
     "jvm8-oomkilled-only-on-cgroupv2-nodes",

@@ -1,5 +1,6 @@
 //! A dependency that answers, and refuses the work for a reason of its own state: read-only (a
-//! replica after a failover, a flood-stage disk block), out of room (Redis at `maxmemory`), locked,
+//! replica after a failover, a flood-stage disk block), out of room (Redis at `maxmemory`), unable
+//! to persist (Redis's `MISCONF` after a failed snapshot, a data file it cannot extend), locked,
 //! overloaded (ClickHouse's too many parts, Elasticsearch's rejected executions), not serving
 //! yet (loading, in recovery, no leader), over a rate limit it enforces (HTTP 429, an
 //! ingestion limit, an SDK's throttling exception), or refusing the client's credentials (HTTP
@@ -35,6 +36,9 @@ pub enum RefusedState {
     ReadOnly,
     /// Out of room: memory at its cap, a disk past its flood-stage watermark, a full table.
     Full,
+    /// Writes refused because it cannot persist them: Redis's `MISCONF` after a failed
+    /// snapshot, a server that cannot extend its data files.
+    CannotPersist,
     /// Waiting on a lock another session holds; lock timeouts; deadlocks.
     Locked,
     /// More work than it takes: too many parts, rejected executions, an overloaded node.
@@ -54,6 +58,7 @@ impl RefusedState {
         match self {
             RefusedState::ReadOnly => "refuses writes (read-only)",
             RefusedState::Full => "is full and refuses writes",
+            RefusedState::CannotPersist => "cannot persist to disk and refuses writes",
             RefusedState::Locked => "makes requests wait on a lock",
             RefusedState::Overloaded => "rejects work it is too loaded to take",
             RefusedState::NotServing => "is not serving (loading, recovering or leaderless)",
@@ -71,6 +76,11 @@ impl RefusedState {
             RefusedState::Full => {
                 "what filled it (its memory or disk against its limit) and free room or raise \
                  the limit; a write block lifts once usage drops"
+            }
+            RefusedState::CannotPersist => {
+                "why its own log says the write to disk fails (its data volume full, its data \
+                 directory's permissions) and free room or fix it; writes resume once a save \
+                 succeeds"
             }
             RefusedState::Locked => {
                 "which session holds the lock (a migration, a VACUUM FULL, a long transaction) \
@@ -106,6 +116,10 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
         (
             RefusedState::Full,
             r"(?i)\bOOM command not allowed when used memory|flood[- ]stage (?:disk )?watermark|\bThe table '?\S+'? is full\b|\bquota exceeded for (?:disk|storage)|\bXMinioStorageFull\b|minimum free drive threshold|\b507 Insufficient Storage\b|\bInsufficientStorage\b",
+        ),
+        (
+            RefusedState::CannotPersist,
+            r"(?i)\bMISCONF Redis is configured to save RDB snapshots|\bcould not extend file\b.*\bNo space left on device|\bcould not write to file\b.*\bNo space left on device",
         ),
         (
             RefusedState::Locked,

@@ -14,8 +14,10 @@
 //!
 //! A diff is made only for a revision deployed inside the alert window (a
 //! [`super::changes::Rollout`] of it is in the round), shown beside that deploy so the report
-//! names what the rollout changed, or for a revision whose pods the round shows failing (a
-//! rollout stuck on new pods that never become ready, started before the window). What explains
+//! names what the rollout changed, for a revision whose pods the round shows failing (a
+//! rollout stuck on new pods that never become ready, started before the window), or for one
+//! whose pods an earlier part found a cause on (a trend that began with the revision: throttled
+//! against the limit it set). What explains
 //! what: nothing, so the diff never changes which cause heads the report.
 
 use chrono::{DateTime, Utc};
@@ -314,7 +316,9 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 continue;
             };
             if newest.number == previous.number
-                || !(deployed(round, deployment, newest) || failing(round, newest))
+                || !(deployed(round, deployment, newest)
+                    || failing(round, newest)
+                    || cause_on(round, deployment, newest))
                 || out.iter().any(|f| {
                     matches!(&f.fact, super::Fact::RevisionDiff(d)
                         if d.deployment == *deployment && d.revision == newest.number)
@@ -382,6 +386,21 @@ fn failing(round: &Round<'_>, revision: &Revision<'_>) -> bool {
             && kube::pods_in_list(&pod.to_string())
                 .first()
                 .is_some_and(|info| super::siblings::failing_now(info, Some(pod), now).is_some())
+    })
+}
+
+/// Whether an earlier part found a cause on a pod of this revision (a container throttled
+/// against the limit the revision set, memory growing since it started): a trend that began
+/// with a revision, deployed before the window, names what that revision changed.
+fn cause_on(round: &Round<'_>, deployment: &str, revision: &Revision<'_>) -> bool {
+    let Some(hash) = revision.hash else {
+        return false;
+    };
+    let prefix = format!("{deployment}-{hash}-");
+    round.found.iter().any(|f| {
+        f.role() == Role::Cause
+            && f.subject()
+                .is_some_and(|s| s.kind == ObjectKind::Pod && s.name.starts_with(&prefix))
     })
 }
 

@@ -36,6 +36,14 @@ fn each_state_in_the_servers_own_words() {
             RefusedState::Full,
         ),
         (
+            r#"{"level":"error","msg":"idempotency key write failed","err":{"type":"ReplyError","message":"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled"}}"#,
+            RefusedState::CannotPersist,
+        ),
+        (
+            r#"ERROR: could not extend file "base/16384/2619": No space left on device"#,
+            RefusedState::CannotPersist,
+        ),
+        (
             "ERROR 1205 (HY000): Lock wait timeout exceeded; try restarting transaction",
             RefusedState::Locked,
         ),

@@ -371,3 +371,57 @@ fn a_rollout_stuck_since_before_the_window_is_diffed_when_its_pods_fail() {
     let findings = detect(&fine, &about_the_deployment());
     assert!(!has(&findings, Kind::RevisionDiff), "{findings:#?}");
 }
+
+#[test]
+fn a_cause_on_a_pod_of_a_revision_deployed_before_the_window_names_what_it_changed() {
+    // Revision 2 (a smaller CPU limit) rolled out an hour before the alert; its pod has been
+    // throttled since. No deploy in the window, no pod failing: the throttling is the cause,
+    // and the diff says where the limit came from.
+    let text = image_and_probe_path()
+        .replace("2025-03-04T13:45:00Z", "2025-03-04T13:00:00Z")
+        .replacen("memory: 1536Mi", "cpu: '2'", 1)
+        .replacen("memory: 1536Mi", "cpu: 500m", 1);
+    let pod = "shipment-tracker-6f9b8c7d54-k2m8q";
+    let series =
+        |name: &str| serde_json::json!({"__name__": name, "pod": pod, "container": "tracker"});
+    let counters = crate::detectors::testing::matrix(
+        &[
+            (
+                series("container_cpu_cfs_throttled_periods_total"),
+                crate::detectors::testing::samples(24, 300.0, |i, _| 80.0 * i as f64),
+            ),
+            (
+                series("container_cpu_cfs_periods_total"),
+                crate::detectors::testing::samples(24, 300.0, |i, _| 100.0 * i as f64),
+            ),
+        ],
+        true,
+        crate::detectors::testing::Style::Compact,
+    );
+    let description = format!(
+        "Name:             {pod}\nNamespace:        fulfilment\nContainers:\n  tracker:\n    Limits:\n      cpu:     500m\n"
+    );
+    let throttled = [
+        history(1, &text),
+        crate::detectors::testing::metric(2, "", &counters),
+        crate::detectors::testing::ev(
+            3,
+            Capability::PodDescribe,
+            serde_json::json!({"name": pod, "namespace": "fulfilment"}),
+            &description,
+        ),
+    ];
+    let findings = detect(&throttled, &about_the_deployment());
+    assert!(
+        find(&findings, Kind::CpuThrottling).is_verified_cause(),
+        "{findings:#?}"
+    );
+    assert_contains(
+        &find(&findings, Kind::RevisionDiff).title(),
+        "resources.limits.cpu 2→500m",
+    );
+
+    // The same history with nothing found on revision 2's pods is no news.
+    let findings = detect(&throttled[..1], &about_the_deployment());
+    assert!(!has(&findings, Kind::RevisionDiff), "{findings:#?}");
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::pods::{pod_active, pod_ready};
+use super::pods::{pod_active, pod_ready, pod_template};
 use super::{condition, conditions, controller_ref, insert_count, k8s_hash, rfc3339};
 use crate::render::world::World;
 use crate::scenario::{DeploymentSpec, PodSpec};
@@ -34,10 +34,77 @@ fn ready_count(pods: &[&PodSpec]) -> u32 {
     pods.iter().filter(|p| pod_ready(p)).count() as u32
 }
 
+/// The pod template of one revision (numbered from 1), made from the pods the scenario lists:
+/// a field that revision's pods set is theirs, a field they leave out is the nearest revision's
+/// (a scenario that writes an old revision's pod in brief, or lists none, means it differed only
+/// in what it does say), and with no pod at all, a container running the revision's image.
+fn revision_template(world: &World, deployment: &DeploymentSpec, number: usize) -> Value {
+    let container = container_name(deployment);
+    let Some(image) = number
+        .checked_sub(1)
+        .and_then(|i| deployment.revisions.get(i))
+        .map(|r| r.image.as_str())
+    else {
+        return json!({"containers": [{"name": container, "image": null}]});
+    };
+    let mut nearest: Vec<usize> = (1..=deployment.revisions.len()).collect();
+    nearest.sort_by_key(|r| (r.abs_diff(number), std::cmp::Reverse(*r)));
+    let mut templates = nearest.into_iter().filter_map(|r| {
+        world
+            .pods_of_revision(deployment, r)
+            .first()
+            .map(|pod| pod_template(pod, &container, image))
+    });
+    let Some(mut template) = templates.next() else {
+        return json!({"containers": [{"name": container, "image": image}]});
+    };
+    for other in templates {
+        inherit(&mut template, &other);
+    }
+    template
+}
+
+/// Fills the fields `template` leaves unset (absent, or empty resources) from `other`: pod-level
+/// fields, and each container's by its name.
+fn inherit(template: &mut Value, other: &Value) {
+    let unset = |v: Option<&Value>| v.is_none_or(|v| v.as_object().is_some_and(Map::is_empty));
+    let (Some(own), Some(theirs)) = (template.as_object_mut(), other.as_object()) else {
+        return;
+    };
+    for (key, value) in theirs {
+        if key != "containers" && key != "initContainers" && unset(own.get(key)) {
+            own.insert(key.clone(), value.clone());
+        }
+    }
+    for list in ["containers", "initContainers"] {
+        let Some(Value::Array(containers)) = own.get_mut(list) else {
+            continue;
+        };
+        for container in containers.iter_mut() {
+            let name = container.get("name").cloned();
+            let Some(source) = theirs
+                .get(list)
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| c.get("name") == name.as_ref()))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            let Some(fields) = container.as_object_mut() else {
+                continue;
+            };
+            for (key, value) in source {
+                if unset(fields.get(key)) {
+                    fields.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+}
+
 /// The ReplicaSets of a deployment, oldest revision first.
 pub(crate) fn replica_sets(world: &World, deployment: &DeploymentSpec) -> Vec<Value> {
     let latest = deployment.revisions.len();
-    let container = container_name(deployment);
     let older: usize = (1..latest)
         .map(|r| active(world.pods_of_revision(deployment, r)).len())
         .sum();
@@ -89,7 +156,7 @@ pub(crate) fn replica_sets(world: &World, deployment: &DeploymentSpec) -> Vec<Va
                     "selector": {"matchLabels": labels},
                     "template": {
                         "metadata": {"labels": labels},
-                        "spec": {"containers": [{"name": container, "image": revision.image}]},
+                        "spec": revision_template(world, deployment, number),
                     },
                 },
                 "status": status,
@@ -180,7 +247,6 @@ fn default_conditions(world: &World, deployment: &DeploymentSpec, counts: &Count
 /// The Deployment object.
 pub(crate) fn deployment_object(world: &World, deployment: &DeploymentSpec) -> Value {
     let first = deployment.revisions.first().map(|r| world.time(r.created));
-    let latest = deployment.revisions.last();
     let generation = deployment.revisions.len();
     let selector = selector(deployment);
     let counts = counts(world, deployment);
@@ -209,7 +275,7 @@ pub(crate) fn deployment_object(world: &World, deployment: &DeploymentSpec) -> V
         "progressDeadlineSeconds": 600,
         "template": {
             "metadata": {"labels": selector},
-            "spec": {"containers": [{"name": container_name(deployment), "image": latest.map(|r| r.image.clone())}]},
+            "spec": revision_template(world, deployment, deployment.revisions.len()),
         },
     });
     if deployment.paused {

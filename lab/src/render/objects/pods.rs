@@ -125,6 +125,31 @@ fn container_spec(c: &ContainerSpec) -> Value {
     Value::Object(spec)
 }
 
+/// The pod template a controller made `pod` from: its containers (the one named `container`
+/// running `image`, the revision's), init containers and pod-level fields, without what the
+/// scheduler and kubelet add (node, status).
+pub(crate) fn pod_template(pod: &PodSpec, container: &str, image: &str) -> Value {
+    let mut spec = Map::new();
+    let containers = pod.containers.iter().map(|c| {
+        let mut spec = container_spec(c);
+        if c.name == container {
+            spec["image"] = json!(image);
+        }
+        spec
+    });
+    spec.insert("containers".into(), Value::Array(containers.collect()));
+    if !pod.init_containers.is_empty() {
+        spec.insert(
+            "initContainers".into(),
+            Value::Array(pod.init_containers.iter().map(container_spec).collect()),
+        );
+    }
+    for (k, v) in &pod.spec_extra {
+        spec.insert(k.clone(), v.clone());
+    }
+    Value::Object(spec)
+}
+
 fn container_status(
     world: &World,
     c: &ContainerSpec,

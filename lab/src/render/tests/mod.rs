@@ -203,6 +203,68 @@ fn replica_sets_carry_revisions_and_owner() {
     );
 }
 
+/// Each ReplicaSet's template is its revision's pods' spec; what an older revision's pods leave
+/// out (written in brief) is the newer one's, so only what the scenario says differs differs.
+#[test]
+fn replica_set_templates_come_from_their_revisions_pods() {
+    let s = parse(
+        r#"
+alert: {text: "x", at: "2025-03-01T12:00:00Z"}
+deployments:
+  - name: quote
+    namespace: pricing
+    replicas: 2
+    container: engine
+    revisions:
+      - {image: "registry/quote:3.8.2", created: -9d}
+      - {image: "registry/quote:3.8.2", created: -46m}
+pods:
+  - name: quote-new-a
+    namespace: pricing
+    deployment: quote
+    revision: 2
+    labels: {pod-template-hash: new}
+    containers:
+      - name: engine
+        image: registry/quote:3.8.2
+        state: {running: {}}
+        resources: {limits: {cpu: 500m}}
+        specExtra: {env: [{name: MODE, value: fast}]}
+  - name: quote-old-a
+    namespace: pricing
+    deployment: quote
+    revision: 1
+    labels: {pod-template-hash: old}
+    containers:
+      - name: engine
+        image: registry/quote:3.8.2
+        state: {running: {}}
+        resources: {limits: {cpu: "2"}}
+expect: {verdict: post}
+"#,
+    );
+    let text = resources_list(
+        &s,
+        &args(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": "pricing"})),
+    )
+    .unwrap();
+    let sets: Vec<Value> = serde_norway::from_str(&text).unwrap();
+    let template = |hash: &str| {
+        sets.iter()
+            .find(|rs| rs["metadata"]["labels"]["pod-template-hash"] == hash)
+            .map(|rs| rs["spec"]["template"]["spec"]["containers"][0].clone())
+            .unwrap()
+    };
+    let (old, new) = (template("old"), template("new"));
+    assert_eq!(old["resources"]["limits"]["cpu"], "2", "{text}");
+    assert_eq!(new["resources"]["limits"]["cpu"], "500m", "{text}");
+    assert_eq!(
+        old["env"], new["env"],
+        "unsaid in revision 1 is not a change"
+    );
+    assert_eq!(new["env"][0]["value"], "fast");
+}
+
 #[test]
 fn range_query_renders_a_prometheus_matrix_with_the_step() {
     let s = scenario();
