@@ -23,7 +23,7 @@ const EXPECT_FAIL: &[&str] = &[
     // The cases below are one link further than the plan reads (issue 22); each asks.
     // The other end of a dependency is read only when a client's error names it (a refused
     // connection, a refusal in the server's own words); these clients log a slow query, cache
-    // misses, a refusal at warning level or a slow external call.
+    // misses or a slow external call.
     "hpa-maxed-consequence-of-db-lock",
     "stale-oom-restart-days-ago-redis-maxmemory",
     "unrelated-deploy-elasticsearch-flood-stage",
@@ -34,9 +34,6 @@ const EXPECT_FAIL: &[&str] = &[
     "old-failed-revision-herring-node-clock-skew",
     // Where extra load comes from (a Job inside the cluster) is not looked for.
     "hpa-maxed-consequence-of-export-job-load",
-    // The DaemonSet's own pods are read now (the alert's text names them) and Loki's 429 is
-    // found, but a failing output is not a service-level alert, so repeats do not verify it.
-    "daemonset-loki-429-sandbox-dns-noise",
     // Recovered, but not recognisable: the alert carries no expression to re-run (a
     // description only).
     "recovered-latency-blip-hikari-warning",
@@ -53,7 +50,6 @@ const EXPECT_FAIL: &[&str] = &[
     "rds-claims-prod-cpu-credits-exhausted",
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
-    "sms-notifier-twilio-429-invalid-number-noise",
     "sqs-order-events-backlog-consumer-kms-access-denied",
     "statefulset-es-new-ami-nodes-max-map-count",
     "statefulset-zookeeper-runasuser-change-permission-denied",

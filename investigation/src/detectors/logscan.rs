@@ -12,7 +12,9 @@
 //! (a dependency refusing connections, DNS, certificates, exhausted connections) that the
 //! round's logs show at least [`MIN_REPEATS`] times, not logged below error level, is verified
 //! at medium confidence. One line is an anecdote; the same failure again and again while the
-//! service's own metric says it is failing is what an on-call engineer acts on.
+//! service's own metric says it is failing is what an on-call engineer acts on. A dependency's
+//! refusal in its own words counts at any level the client logs it: a client that retries a
+//! 429 logs a warning, and the dependency still refused.
 
 use regex::Regex;
 
@@ -31,6 +33,17 @@ pub const MIN_REPEATS: usize = 2;
 /// How many lines of the round's application logs show a failure of one class (`matches`),
 /// not counting lines logged below error level.
 pub fn repeats(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> usize {
+    repeats_where(evidence, |line| !below_error_level(line) && matches(line))
+}
+
+/// [`repeats`] for a dependency's own answer (a refusal in the server's words), at whatever
+/// level the client logs it: the client's level says how it copes (a retry, a requeue), not
+/// whether the dependency refused the work.
+pub fn answer_repeats(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> usize {
+    repeats_where(evidence, matches)
+}
+
+fn repeats_where(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> usize {
     evidence
         .iter()
         .filter(|e| is_application_log(e))
@@ -39,7 +52,6 @@ pub fn repeats(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> usize {
             !line.trim().is_empty()
                 && !is_tool_error_line(line)
                 && !looks_like_injection(line)
-                && !below_error_level(line)
                 && matches(line)
         })
         .count()
@@ -138,13 +150,17 @@ impl<'a> LogScan<'a> {
     /// [`Self::strength`], raised to verified at medium confidence when the line's failure
     /// class repeats ([`MIN_REPEATS`]) in the round's logs under a service-level alert.
     pub fn class_strength(&self, index: usize, class_repeats: usize) -> (bool, Confidence) {
+        if self.downplayed(index) {
+            return self.strength(index);
+        }
+        self.answer_strength(index, class_repeats)
+    }
+
+    /// [`Self::class_strength`] for a dependency's own answer ([`answer_repeats`]), which the
+    /// client's log level does not downplay.
+    pub fn answer_strength(&self, index: usize, answer_repeats: usize) -> (bool, Confidence) {
         let own = self.strength(index);
-        if !own.0
-            && !self.downplayed(index)
-            && self.service_level
-            && !self.structural
-            && class_repeats >= MIN_REPEATS
-        {
+        if !own.0 && self.service_level && !self.structural && answer_repeats >= MIN_REPEATS {
             (true, Confidence::Medium)
         } else {
             own

@@ -543,7 +543,8 @@ impl DetectionContext {
 }
 
 /// Whether the alert is about a service's requests: its name, summary or description speaks of
-/// errors, 5xx, latency, timeouts, availability or request durations.
+/// errors, 5xx, latency, timeouts, availability, request durations, or the share of its work
+/// that fails.
 pub fn is_service_level(target: &AlertTarget) -> bool {
     // A catalogue alert says what it is about: a pod, a workload, a volume, a node or a quota
     // is never a service's requests, whatever its text says ("resource requests",
@@ -569,6 +570,11 @@ pub fn is_service_level(target: &AlertTarget) -> bool {
         "p99",
         "p95",
         "duration",
+        "failure rate",
+        "failure ratio",
+        "success rate",
+        "success ratio",
+        "failing",
     ]
     .iter()
     .any(|w| words.contains(w))

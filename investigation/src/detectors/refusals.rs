@@ -9,7 +9,7 @@
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
-//! | [`Refusal`] | cause | as any log line (`logscan.rs`): a crash it ends, or repeated under a service-level alert |
+//! | [`Refusal`] | cause | as any log line (`logscan.rs`): a crash it ends, or repeated under a service-level alert (a rate limit or a refused credential at any level the client logs it) |
 //!
 //! What explains what: the refusal explains its clients' errors and latency (the alert's
 //! symptom directly) and the crashes and failing probes of the pods that log it. It names the
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
 use super::lead::{HostName, Lead, host_name, is_source_location, service_hosts, split_endpoint};
-use super::logscan::{LogScan, repeats};
+use super::logscan::{LogScan, answer_repeats, repeats};
 use super::text::quote_deciding;
 use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
 
@@ -54,6 +54,13 @@ pub enum RefusedState {
 }
 
 impl RefusedState {
+    /// States only a client hears, as the answer to its own request (a status code, an API
+    /// error): the client's log level says how it copes, not whether it was refused. The other
+    /// states' words may be the server's own warning about itself.
+    fn is_an_answer(self) -> bool {
+        matches!(self, RefusedState::RateLimited | RefusedState::Denied)
+    }
+
     fn words(self) -> &'static str {
         match self {
             RefusedState::ReadOnly => "refuses writes (read-only)",
@@ -305,6 +312,9 @@ type Seen<'a> = (
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let class_repeats = repeats(round.evidence, |l| refused(l).is_some());
+    let heard_repeats = answer_repeats(round.evidence, |l| {
+        refused(l).is_some_and(|(state, _)| state.is_an_answer())
+    });
     let mut findings: Vec<Finding> = Vec::new();
     for scan in LogScan::all(round, false) {
         // (state, dependency) → (count, last line index, last line, pattern)
@@ -328,7 +338,11 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         }
         for (state, dependency, count, index, line, re) in seen {
             let quote = quote_deciding(line, re);
-            let (verified, confidence) = scan.class_strength(index, class_repeats);
+            let (verified, confidence) = if state.is_an_answer() {
+                scan.answer_strength(index, heard_repeats)
+            } else {
+                scan.class_strength(index, class_repeats)
+            };
             findings.push(
                 Finding::new(
                     Refusal {

@@ -363,7 +363,7 @@ pub enum LogLevel {
 }
 
 static LEVEL_FIELD: LazyLock<Regex> =
-    regex!(r#"(?i)(?:^|[\s{,])"?(?:level|lvl|severity)"?\s*[=:]\s*"?([A-Za-z]+)"#);
+    regex!(r#"(?i)(?:^|[\s{,])\\?"?(?:level|lvl|severity)\\?"?\s*[=:]\s*\\?"?([A-Za-z]+)"#);
 static LEVEL_WORD: LazyLock<Regex> = regex!(
     r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|PANIC|EMERG)\b"
 );

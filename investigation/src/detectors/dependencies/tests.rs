@@ -299,6 +299,14 @@ fn a_catalogue_alert_about_objects_is_not_service_level_whatever_its_words() {
         "CheckoutHighErrorRate",
         "checkout 5xx ratio above 5%"
     )));
+    assert!(is_service_level(&target(
+        "SMS send failure ratio high",
+        "sms-notifier is failing to send SMS"
+    )));
+    assert!(!is_service_level(&target(
+        "NightlyBackupMissing",
+        "no backup finished in 26 hours"
+    )));
 }
 
 // ---------------------------------------------------------------------------------------------

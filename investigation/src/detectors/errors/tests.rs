@@ -98,6 +98,11 @@ fn log_levels_are_read_from_prefixes_and_fields() {
             "FATAL required setting PAYMENT_MODE is not set",
             Some(LogLevel::Fatal),
         ),
+        // A log store's JSON answer holds the line with its quotes escaped.
+        (
+            r#"{\"level\":\"warn\",\"msg\":\"batch done with failures\"}"#,
+            Some(LogLevel::Warn),
+        ),
         ("sh: wge: not found", None),
         // A level word deep inside the message is not the line's level.
         (

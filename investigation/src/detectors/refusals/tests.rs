@@ -125,6 +125,22 @@ fn a_warning_repeated_is_not_verified() {
 }
 
 #[test]
+fn a_rate_limit_the_client_retries_at_warning_level_is_still_verified() {
+    // The client logs each batch's 429s as a warning (it requeues them); Twilio still refused.
+    let line = r#"{"level":"warn","msg":"batch done with failures; failed messages moved to retry","failed":39,"first_error":"Status: 429 - ApiError 20429: Too Many Requests"}"#;
+    let findings = detect(
+        &[log_of(1, CLIENT, &format!("{line}\n{line}\n"))],
+        &service_level(),
+    );
+    let refusal = find(&findings, Kind::Refusal);
+    assert_eq!(refusal.fact.kind(), Kind::Refusal);
+    assert!(refusal.verified, "{refusal:#?}");
+    // Not without a service-level alert.
+    let findings = detect(&[log_of(1, CLIENT, &format!("{line}\n{line}\n"))], &ctx());
+    assert!(!find(&findings, Kind::Refusal).verified);
+}
+
+#[test]
 fn an_outside_dependency_proposes_no_lead_and_lines_without_a_refusal_find_nothing() {
     let refusal = refusal_in(
         "ERROR write to mongo.example.com:27017 failed: NotWritablePrimary\nERROR write to mongo.example.com:27017 failed: NotWritablePrimary\n",
