@@ -22,11 +22,10 @@ const EXPECT_FAIL: &[&str] = &[
     "pvc-filling-up-replication-slot",
     // The cases below are one link further than the plan reads (issue 22); each asks.
     // The other end of a dependency is read only when a client's error names it (a refused
-    // connection, a refusal in the server's own words); these clients log a slow query, cache
-    // misses or a slow external call.
+    // connection, a refusal in the server's own words); these clients log a slow query or
+    // cache misses.
     "hpa-maxed-consequence-of-db-lock",
     "stale-oom-restart-days-ago-redis-maxmemory",
-    "unrelated-deploy-elasticsearch-flood-stage",
     // The node is read only when pods pending, evicted or not ready point at it, or several
     // failing pods share it; here an old revision's failure does not, and no detector reads a
     // node's clock skew. The eviction case names the node under memory pressure, but its next

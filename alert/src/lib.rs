@@ -377,6 +377,9 @@ pub fn parse_alert(text: &str) -> AlertTarget {
     if fields.alertname.is_none() {
         fields.alertname = title.alertname;
     }
+    if fields.summary.is_none() && fields.description.is_none() {
+        fields.description = prose_description(text);
+    }
     AlertTarget {
         rule: title.rule,
         alertname: fields.alertname,
@@ -393,6 +396,25 @@ pub fn parse_alert(text: &str) -> AlertTarget {
         ..AlertTarget::default()
     }
     .resolve()
+}
+
+/// The sentences of a message that carries no summary or description field (a generic webhook's
+/// free text: "100% of bulk index requests failed in the last 10 minutes"): its lines after the
+/// title, without label lines (`key=value …`, `key: value`) and links.
+fn prose_description(text: &str) -> Option<String> {
+    let sentences: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .skip(1)
+        .filter(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let labelled = words.iter().any(|w| w.contains('=') || w.contains("://"))
+                || words.first().is_some_and(|w| w.ends_with(':'));
+            words.len() >= 4 && !labelled
+        })
+        .collect();
+    (!sentences.is_empty()).then(|| sentences.join(" "))
 }
 
 fn first_value(map: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {

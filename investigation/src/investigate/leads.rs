@@ -4,7 +4,9 @@
 //! - **Who proposes**: every finding ([`crate::detectors::Fact::leads`]: a client's failing
 //!   connection names a host, an eviction its node, a lost node's taint the nodes carrying it),
 //!   and the pods read (the node that several failing pods share, the node of a pod pending or
-//!   not ready with no failing container, the claims of a pending pod).
+//!   not ready with no failing container, the claims of a pending pod), and under a
+//!   service-level alert a failure only one pod's log shows (a sibling of the same owner: does
+//!   its log repeat it? [`sibling_leads`]).
 //! - **Order**: strongest first — a verified cause's lead before a verified finding's before an
 //!   unverified one's; ties in the order proposed. The detectors run again after each lead, so
 //!   what one lead found can propose the next.
@@ -23,8 +25,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::detectors::lead::{HostName, host_name};
-use crate::detectors::{Finding, Lead, Role};
-use crate::evidence::Capability;
+use crate::detectors::{Finding, Kind, Lead, Role};
+use crate::evidence::{Capability, Evidence};
 use crate::kube::{self, PodInfo, pod_of, pods_in_list, rank_pods, selector_of};
 use crate::tools::{CapabilityRequest, EvidenceSource};
 
@@ -152,6 +154,62 @@ pub fn pod_leads(found: &Found) -> Vec<Proposed> {
         }
     }
     leads
+}
+
+/// The failure classes one pod's log may show once and its siblings' logs repeat (a
+/// dependency's refusal, a failing connection, a certificate, an exhausted pool): repeats
+/// verify them under a service-level alert ([`crate::detectors::logscan`]).
+const REPEATABLE: &[Kind] = &[
+    Kind::Refusal,
+    Kind::Dependency,
+    Kind::Certificate,
+    Kind::ConnectionsExhausted,
+];
+
+/// Under a service-level alert, a failure of a repeatable class seen in only one pod's log is an
+/// anecdote until a sibling shows it too: one listed pod of the same owner, not read yet, for
+/// each such finding (one sibling a round).
+pub fn sibling_leads(evidence: &[Evidence], findings: &[Finding], found: &Found) -> Vec<Proposed> {
+    let listed: Vec<PodInfo> = evidence
+        .iter()
+        .filter(|e| e.capability == Capability::PodList)
+        .flat_map(|e| pods_in_list(&e.excerpt))
+        .collect();
+    let read = |name: &str| found.pods.iter().any(|p| p.name == name);
+    findings
+        .iter()
+        .filter(|f| !f.verified && REPEATABLE.contains(&f.kind()))
+        .filter_map(|finding| {
+            let logs: BTreeSet<&str> = finding
+                .refs
+                .iter()
+                .filter_map(|r| evidence.iter().find(|e| e.id == r.evidence))
+                .filter(|e| e.capability.is_container_log())
+                .filter_map(|e| e.string_arg(&["name", "pod"]))
+                .collect();
+            let [pod] = logs.into_iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let owner = listed.iter().find(|p| p.name == pod)?.owner.clone()?;
+            let sibling = listed
+                .iter()
+                .find(|p| p.name != pod && p.owner.as_ref() == Some(&owner) && !read(&p.name))?;
+            Some(Proposed {
+                lead: Lead::Pod {
+                    namespace: sibling.namespace.clone()?,
+                    name: sibling.name.clone(),
+                },
+                by: format!(
+                    "only `{pod}`'s log shows it: does a sibling's? ({})",
+                    finding.title()
+                ),
+                strength: 1,
+                depth: 1,
+                verified: false,
+            })
+        })
+        .take(1)
+        .collect()
 }
 
 /// Whether a pod's trouble can come from its node: pending, evicted, unknown, or not ready with

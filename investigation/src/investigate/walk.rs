@@ -689,8 +689,13 @@ async fn inspect_pod<E: EvidenceSource>(
         .clone()
         .or_else(|| target.namespace.clone())
         .unwrap_or_default();
-    let why = if pod.status.is_empty() {
+    let why = if target.pod.as_deref() == Some(pod.name.as_str()) {
         "the pod the alert names: its containers' states, restarts and exit codes".to_string()
+    } else if pod.status.is_empty() {
+        format!(
+            "pod `{}`: its containers' states, restarts and exit codes",
+            pod.name
+        )
     } else {
         format!(
             "pod `{}` ({}): its containers' states, restarts and exit codes",
@@ -846,10 +851,13 @@ async fn follow_leads<E: EvidenceSource>(
         for proposed in pod_leads(found) {
             work.offer(proposed);
         }
-        for finding in run_detectors(&c.evidence, &ctx)
-            .iter()
-            .filter(|f| f.standing == Standing::Current)
-        {
+        let findings = run_detectors(&c.evidence, &ctx);
+        if ctx.service_level {
+            for proposed in leads::sibling_leads(&c.evidence, &findings, found) {
+                work.offer(proposed);
+            }
+        }
+        for finding in findings.iter().filter(|f| f.standing == Standing::Current) {
             let depth = finding
                 .refs
                 .iter()

@@ -344,3 +344,65 @@ async fn a_lost_nodes_taint_leads_to_the_nodes_that_carry_it() {
     .await;
     assert_eq!(reached.nodes, ["worker-ci-3"]);
 }
+
+const INDEXER_PODS: &str = "
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: indexer-6b8d-8hmxk
+    namespace: search
+    ownerReferences: [{kind: ReplicaSet, name: indexer-6b8d}]
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: indexer-6b8d-tq2wz
+    namespace: search
+    ownerReferences: [{kind: ReplicaSet, name: indexer-6b8d}]
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: frontend-59d7-2xvlp
+    namespace: search
+    ownerReferences: [{kind: ReplicaSet, name: frontend-59d7}]
+  status: {phase: Running}
+";
+
+#[test]
+fn a_failure_one_pods_log_shows_once_leads_to_a_sibling_of_the_same_owner() {
+    use crate::detectors::testing::{ev, log_of, service_level};
+    let refused = "ERROR bulk failed: cluster_block_exception index read-only-allow-delete block\n";
+    let mut evidence = vec![
+        ev(
+            1,
+            Capability::PodList,
+            serde_json::json!({"namespace": "search"}),
+            INDEXER_PODS,
+        ),
+        log_of(2, "indexer-6b8d-8hmxk", refused),
+    ];
+    let read = Found {
+        pods: vec![PodInfo {
+            name: "indexer-6b8d-8hmxk".into(),
+            ..PodInfo::default()
+        }],
+        ..Found::default()
+    };
+    let findings = crate::detectors::run_detectors(&evidence, &service_level());
+    let leads = sibling_leads(&evidence, &findings, &read);
+    assert_eq!(
+        leads.iter().map(|p| p.lead.clone()).collect::<Vec<_>>(),
+        [Lead::Pod {
+            namespace: "search".into(),
+            name: "indexer-6b8d-tq2wz".into(),
+        }],
+        "the same ReplicaSet's other pod, never another owner's"
+    );
+    assert!(!leads[0].verified && leads[0].strength == 1);
+
+    // Once the sibling's log repeats it, the class is verified and proposes nothing more.
+    evidence.push(log_of(3, "indexer-6b8d-tq2wz", refused));
+    let findings = crate::detectors::run_detectors(&evidence, &service_level());
+    assert!(sibling_leads(&evidence, &findings, &read).is_empty());
+}
