@@ -173,6 +173,26 @@ summary: orders worker not ready
 }
 
 #[test]
+fn a_webhooks_free_text_is_its_description_without_its_label_lines() {
+    let text = "\
+ALERT search-indexer-bulk-failures FIRING
+service=search-indexer namespace=search severity=critical
+100% of bulk index requests failed in the last 10 minutes (2,411 batches).
+Runbook: https://runbooks.example.com/search-indexer
+since: 2025-03-04T14:02:00Z
+";
+    let t = parse_alert(text);
+    assert_eq!(
+        t.description.as_deref(),
+        Some("100% of bulk index requests failed in the last 10 minutes (2,411 batches).")
+    );
+    // A summary field the message states is not overridden by its prose.
+    let t = parse_alert(&format!("{text}summary: indexer failing\n"));
+    assert_eq!(t.summary.as_deref(), Some("indexer failing"));
+    assert_eq!(t.description, None);
+}
+
+#[test]
 fn flattened_attachment_fields_are_read() {
     // A caller flattens attachment title/text/fields into "Title: value" lines.
     let text = "\
