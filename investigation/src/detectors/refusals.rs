@@ -3,7 +3,8 @@
 //! to persist (Redis's `MISCONF` after a failed snapshot, a data file it cannot extend), locked,
 //! overloaded (ClickHouse's too many parts, Elasticsearch's rejected executions), not serving
 //! yet (loading, in recovery, no leader), over a rate limit it enforces (HTTP 429, an
-//! ingestion limit, an SDK's throttling exception), or refusing the client's credentials (HTTP
+//! ingestion limit, an SDK's throttling exception), cut off by the client's own proxy (Envoy's
+//! circuit breaker over its connection-pool limits), or refusing the client's credentials (HTTP
 //! 401/403, a cloud API's `NOT_AUTHORIZED`, `AccessDenied`). Read from the clients' logs, in the
 //! words the servers themselves answer with, one finding per dependency and state.
 //!
@@ -48,6 +49,9 @@ pub enum RefusedState {
     /// Over a rate limit or quota the dependency enforces: HTTP 429, an ingestion limit, an
     /// SDK's throttling exception.
     RateLimited,
+    /// Rejected by the client's own proxy before leaving the pod: Envoy's circuit breaker over
+    /// its connection-pool limits (response flag `UO`, reset reason `overflow`).
+    Overflow,
     /// The client's credentials or permissions refused, as the client hears it: HTTP 401 or
     /// 403, a cloud API's `NOT_AUTHORIZED` / `PERMISSION_DENIED` / `AccessDenied`.
     Denied,
@@ -58,7 +62,10 @@ impl RefusedState {
     /// error): the client's log level says how it copes, not whether it was refused. The other
     /// states' words may be the server's own warning about itself.
     fn is_an_answer(self) -> bool {
-        matches!(self, RefusedState::RateLimited | RefusedState::Denied)
+        matches!(
+            self,
+            RefusedState::RateLimited | RefusedState::Denied | RefusedState::Overflow
+        )
     }
 
     fn words(self) -> &'static str {
@@ -70,6 +77,10 @@ impl RefusedState {
             RefusedState::Overloaded => "rejects work it is too loaded to take",
             RefusedState::NotServing => "is not serving (loading, recovering or leaderless)",
             RefusedState::RateLimited => "throttles the client over its rate limit",
+            RefusedState::Overflow => {
+                "is cut off by the client's proxy: its circuit breaker rejects calls over the \
+                 connection-pool limits (overflow)"
+            }
             RefusedState::Denied => "refuses the client's credentials or permissions",
         }
     }
@@ -103,6 +114,12 @@ impl RefusedState {
             RefusedState::RateLimited => {
                 "which limit the client hits (its quota, a per-tenant or per-app rate) and \
                  whether the client's volume grew; slow the client or raise the limit"
+            }
+            RefusedState::Overflow => {
+                "which connection-pool limits the client's proxy enforces toward it (a \
+                 DestinationRule's or the proxy's circuit breakers: maxConnections, \
+                 http1MaxPendingRequests) against the calls in flight, and raise them or pool \
+                 the calls; the rejected calls never reach the dependency"
             }
             RefusedState::Denied => {
                 "which identity the client uses (its service account, key or token) and what it \
@@ -143,6 +160,10 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
         (
             RefusedState::RateLimited,
             r"(?i)\bHTTP(?: status)?[ =:]*429\b|\bcode\(429\)|\b429 Too Many Requests\b|\bToo Many Requests\b|\b(?:ingestion )?rate limit (?:exceeded|reached)\b|\bThrottlingException\b|\bTooManyRequestsException\b|\bProvisionedThroughputExceededException\b|\bRequestLimitExceeded\b",
+        ),
+        (
+            RefusedState::Overflow,
+            r#"(?i)\breset reason: overflow\b|\bupstream_reset_before_response_started\{overflow\}|\bx-envoy-overloaded\b|" 503 UO "#,
         ),
         // As the client hears it: a server's own log of a stranger's failed login is not.
         (
@@ -215,10 +236,18 @@ impl Payload for Refusal {
             RefusedState::Denied => {
                 "the dependency is up and answers, and it refuses this client's identity"
             }
+            RefusedState::Overflow => {
+                "the calls never left the pod: the client's own proxy rejected them, whatever \
+                 state the dependency is in"
+            }
             _ => "the dependency is up, and its state is what fails the requests",
         };
+        let shows = match self.state {
+            RefusedState::Overflow => "its calls to the dependency rejected",
+            _ => "the dependency answering with a refusal of its own",
+        };
         format!(
-            "{log}{} shows the dependency answering with a refusal of its own ({times}); {why}.",
+            "{log}{} shows {shows} ({times}); {why}.",
             in_pod(self.pod.as_deref()),
         )
     }

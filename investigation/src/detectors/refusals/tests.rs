@@ -44,6 +44,14 @@ fn each_state_in_the_servers_own_words() {
             RefusedState::CannotPersist,
         ),
         (
+            r#"[2025-01-01T09:41:01.399Z] "POST /v2/rates/compute HTTP/1.1" 503 UO upstream_reset_before_response_started{overflow} - "-" 412 81 0 - "-" "Java-http-client/21.0.5" "8d1f" "rate-engine.pricing.svc.cluster.local:8080" "-""#,
+            RefusedState::Overflow,
+        ),
+        (
+            r#"WARN RateEngineClient : rate-engine POST /v2/rates/compute -> 503 "upstream connect error or disconnect/reset before headers. reset reason: overflow""#,
+            RefusedState::Overflow,
+        ),
+        (
             "ERROR 1205 (HY000): Lock wait timeout exceeded; try restarting transaction",
             RefusedState::Locked,
         ),
