@@ -45,6 +45,7 @@ pub mod errors;
 pub mod images;
 pub mod jobs;
 pub mod kernel;
+pub mod limits;
 pub mod memory;
 pub mod nodes;
 pub mod ports;
@@ -215,6 +216,7 @@ registry! {
     certificates: [Certificate],
     dependencies: [Dependency],
     connections: [ConnectionsExhausted],
+    limits: [ProcessLimit],
     refusals: [Refusal],
     disk: [DiskFull],
     disruptions: [Disrupted],
