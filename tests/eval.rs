@@ -41,7 +41,6 @@ const EXPECT_FAIL: &[&str] = &[
     // share, a spec field, a subject outside the cluster, a quieter error line).
     "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
     "dynamodb-carts-write-throttling-ttl-backfill-job",
-    "otel-agent-x509-gateway-cert-from-rekeyed-ca",
     "partner-portal-login-502-keycloak-stale-changelog-lock",
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
     "rds-claims-prod-cpu-credits-exhausted",

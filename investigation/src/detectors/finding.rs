@@ -169,6 +169,8 @@ pub enum ObjectKind {
     Span,
     /// A metric series (its identifying labels).
     Series,
+    /// A cert-manager `Certificate`.
+    Certificate,
 }
 
 /// The object a finding is about.

@@ -31,6 +31,9 @@ pub enum Lead {
     Sidecars { pod: String, port: Option<u16> },
     /// The node a client pod runs on, when its calls time out toward several destinations.
     ClientNode { pod: String },
+    /// The certificates issued anew in the alert's namespace (cert-manager's events): a
+    /// certificate that fails verification after working was usually just replaced.
+    CertificatesIssued,
 }
 
 impl Lead {
@@ -45,6 +48,7 @@ impl Lead {
             Lead::NodesTainted { key } => format!("nodes tainted `{key}`"),
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
             Lead::ClientNode { pod } => format!("the node pod `{pod}` runs on"),
+            Lead::CertificatesIssued => "certificates issued anew in the namespace".to_string(),
             Lead::Sidecars { pod, port } => match port {
                 Some(port) => {
                     format!("the containers beside the client in pod `{pod}` (port {port})")

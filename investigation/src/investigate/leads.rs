@@ -341,6 +341,26 @@ pub async fn follow<E: EvidenceSource>(
                 format!("pod `{pod}`'s other containers: the alert names no namespace"),
             ),
         },
+        Lead::CertificatesIssued => match namespace {
+            Some(namespace) => {
+                c.fetch(
+                    CapabilityRequest::Events {
+                        namespace: namespace.to_string(),
+                        object: None,
+                        warnings_only: false,
+                    },
+                    format!(
+                        "events in `{namespace}`, to see which certificates cert-manager issued \
+                         anew and when"
+                    ),
+                )
+                .await;
+            }
+            None => c.skip(
+                Capability::Events,
+                "certificates issued anew: the alert names no namespace".to_string(),
+            ),
+        },
         Lead::Pod { namespace, name } => reached.pods.push(PodInfo {
             name: name.clone(),
             namespace: Some(namespace.clone()),

@@ -1,9 +1,9 @@
 //! TLS certificates failing verification, in the last words of a crashed container and in a
-//! running one's log.
+//! running one's log; and the certificates issued anew shortly before, which a failure leads to.
 
 use crate::detectors::testing::{
     DESCRIBE_EXIT_78, POD, assert_contains, ctx, describe, detect, event, event_list, events, find,
-    log_of, previous_log, shown,
+    has, log_of, previous_log, shown,
 };
 use crate::detectors::{Confidence, Kind};
 
@@ -83,4 +83,62 @@ fn a_neighbours_certificate_event_in_a_namespace_list_is_the_neighbours() {
         expired.resource().as_deref(),
         Some("billing-sync-5c9d8f7b6-q2w3e")
     );
+}
+
+#[test]
+fn a_failing_verification_leads_to_certificates_issued_anew_shortly_before() {
+    let failing = "error exporting: tls: failed to verify certificate: x509: certificate signed by unknown authority\n";
+    let renewals = crate::detectors::testing::event_list(&[
+        crate::detectors::testing::event(
+            "Normal",
+            "Issuing",
+            "Certificate/otel-gateway-tls",
+            "observability",
+            "The certificate has been successfully issued",
+            "13:45:00",
+        ),
+        crate::detectors::testing::event(
+            "Normal",
+            "Issuing",
+            "Certificate/billing-tls",
+            "observability",
+            "The certificate has been successfully issued",
+            "02:00:00",
+        ),
+        crate::detectors::testing::event(
+            "Normal",
+            "Issuing",
+            "Certificate/otel-collector-tls",
+            "observability",
+            "Renewing certificate as renewal was scheduled",
+            "13:44:00",
+        ),
+    ]);
+    let alert = crate::detectors::testing::alert_at("2025-03-04T14:02:00Z");
+    let evidence = [
+        crate::detectors::testing::log_of(1, "otel-agent-2xk9p", failing),
+        crate::detectors::testing::events(2, &renewals),
+    ];
+    let findings = detect(&evidence, &alert);
+    let failure = find(&findings, Kind::Certificate);
+    assert_eq!(
+        failure.fact.leads(),
+        [crate::detectors::Lead::CertificatesIssued]
+    );
+    let issued = crate::detectors::testing::all_of(&findings, Kind::CertificateIssued);
+    assert_eq!(
+        issued.len(),
+        1,
+        "only the one issued within hours: {issued:#?}"
+    );
+    assert_eq!(
+        issued[0].title(),
+        "Certificate `otel-gateway-tls` was issued anew (cert-manager: `The certificate has \
+         been successfully issued`)"
+    );
+    assert_eq!(issued[0].role(), crate::detectors::Role::Context);
+
+    // Without a failing certificate, a renewal is no news.
+    let findings = detect(&evidence[1..], &alert);
+    assert!(!has(&findings, Kind::CertificateIssued), "{findings:#?}");
 }

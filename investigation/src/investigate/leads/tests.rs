@@ -406,3 +406,33 @@ fn a_failure_one_pods_log_shows_once_leads_to_a_sibling_of_the_same_owner() {
     let findings = crate::detectors::run_detectors(&evidence, &service_level());
     assert!(sibling_leads(&evidence, &findings, &read).is_empty());
 }
+
+#[tokio::test]
+async fn a_certificate_failure_reads_every_event_of_the_namespace_once() {
+    let source = Routed::default().answer(
+        |r| {
+            matches!(
+                r,
+                CapabilityRequest::Events {
+                    object: None,
+                    warnings_only: false,
+                    ..
+                }
+            )
+        },
+        "# No events found",
+    );
+    let (reached, skipped) = follow_in(&source, Lead::CertificatesIssued).await;
+    assert_eq!(source.asked(), ["events in shop"]);
+    assert!(reached.pods.is_empty() && skipped.is_empty());
+
+    // Without the alert's namespace there is nowhere to look: said, not guessed.
+    let options = InvestigateOptions::default();
+    let mut c = Collector::new(&source, &options, 1);
+    follow(&mut c, &Lead::CertificatesIssued, None, 300).await;
+    assert!(
+        c.missing[0].reason.contains("no namespace"),
+        "{:?}",
+        c.missing
+    );
+}
