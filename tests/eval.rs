@@ -14,8 +14,6 @@ use tokio::process::Command;
 /// must shrink when they are fixed).
 const EXPECT_FAIL: &[&str] = &[
     // Each is an honest ask or a partial answer, never a wrong cause (the run fails on one).
-    // The lock holder is named only in the job's own log, which a waiting job never wrote.
-    "cronjob-waiting-on-stale-lock",
     // The walk never lists the pods on a full node, so the chatty one is not found.
     "node-filesystem-full-debug-logs",
     // Needs the database's replication-slot metrics and a time-to-full estimate.

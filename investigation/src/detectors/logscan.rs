@@ -15,6 +15,10 @@
 //! service's own metric says it is failing is what an on-call engineer acts on. A dependency's
 //! refusal in its own words counts at any level the client logs it: a client that retries a
 //! 429 logs a warning, and the dependency still refused.
+//!
+//! A process that does not finish (a Job that does not complete, a pod that never becomes
+//! ready) and whose log ends in the same wait again and again ([`LogScan::ends_stuck_on`]) is
+//! stuck on it: the dependency's refusal it keeps logging is verified at medium confidence.
 
 use regex::Regex;
 
@@ -29,6 +33,8 @@ use crate::evidence::Evidence;
 const TAIL_LINES: usize = 10;
 /// Lines of one failure class, across the round's logs, that corroborate a service-level alert.
 pub const MIN_REPEATS: usize = 2;
+/// Lines at the end of a live process's log that, all of one failure, show it stuck on it.
+const STUCK_LINES: usize = 3;
 
 /// How many lines of the round's application logs show a failure of one class (`matches`),
 /// not counting lines logged below error level.
@@ -165,6 +171,19 @@ impl<'a> LogScan<'a> {
         } else {
             own
         }
+    }
+
+    /// Whether the log ends in [`STUCK_LINES`] lines or more that all `match`: a process that
+    /// has not finished (a Job not completing, a pod not ready) and keeps logging one failure
+    /// is stuck on it — its last words, repeated, without dying.
+    pub fn ends_stuck_on(&self, matches: impl Fn(&str) -> bool) -> bool {
+        self.lines.len() >= STUCK_LINES
+            && self
+                .lines
+                .iter()
+                .rev()
+                .take(STUCK_LINES)
+                .all(|(_, line)| matches(line))
     }
 
     /// Whether log line `index` (an index into [`log_lines`], like the scan's own, which for a

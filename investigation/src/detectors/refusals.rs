@@ -10,7 +10,7 @@
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
-//! | [`Refusal`] | cause | as any log line (`logscan.rs`): a crash it ends, or repeated under a service-level alert (a rate limit or a refused credential at any level the client logs it) |
+//! | [`Refusal`] | cause | as any log line (`logscan.rs`): a crash it ends, or repeated under a service-level alert (a rate limit or a refused credential at any level the client logs it), or the wait a Job or unready pod ends its log repeating |
 //!
 //! What explains what: the refusal explains its clients' errors and latency (the alert's
 //! symptom directly) and the crashes and failing probes of the pods that log it. It names the
@@ -27,7 +27,9 @@ use super::finding::in_pod;
 use super::lead::{HostName, Lead, host_name, is_source_location, service_hosts, split_endpoint};
 use super::logscan::{LogScan, answer_repeats, repeats};
 use super::text::quote_deciding;
-use super::{Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, cite};
+use super::{
+    Confidence, Finding, KindSpec, ObjectKind, Payload, Round, Scene, Subject, Symptom, cite,
+};
 
 /// The state a dependency refuses work in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -147,7 +149,7 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
         ),
         (
             RefusedState::Locked,
-            r"(?i)still waiting for \w+Lock on|canceling statement due to lock timeout|Lock wait timeout exceeded|\bdeadlock detected\b|could not obtain lock on",
+            r"(?i)still waiting for \w+Lock on|canceling statement due to lock timeout|Lock wait timeout exceeded|\bdeadlock detected\b|could not obtain lock on|\block\b.{0,80}\bis held by another (?:session|process|transaction|connection|instance)\b|\bwaiting (?:for|on) (?:an? |the )?(?:advisory |table |row |metadata )?lock\b",
         ),
         (
             RefusedState::Overloaded,
@@ -371,6 +373,14 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 scan.answer_strength(index, heard_repeats)
             } else {
                 scan.class_strength(index, class_repeats)
+            };
+            let stuck = !verified
+                && matches!(round.ctx.symptom, Symptom::JobFailed | Symptom::Unavailable)
+                && scan.ends_stuck_on(|l| refused(l).is_some_and(|(s, _)| s == state));
+            let (verified, confidence) = if stuck {
+                (true, Confidence::Medium)
+            } else {
+                (verified, confidence)
             };
             findings.push(
                 Finding::new(

@@ -236,3 +236,27 @@ fn a_sidecars_refusal_explains_its_pods_failing_calls_to_localhost() {
         }]
     );
 }
+
+#[test]
+fn a_job_whose_log_ends_waiting_on_the_same_lock_is_stuck_on_it() {
+    let wait = r#"2025-01-01T06:00:30.070Z WARN  lock reconcile:warehouse is held by another session: pid=48211 application_name=warehouse-reconcile-28911960-q8k2m state="idle in transaction"; waiting (retry in 60s)"#;
+    let log = format!(
+        "INFO starting\nINFO acquiring advisory lock reconcile:warehouse\n{wait}\n{wait}\n{wait}\n"
+    );
+    let not_completed = crate::detectors::DetectionContext {
+        symptom: crate::detectors::Symptom::JobFailed,
+        ..ctx()
+    };
+    let findings = detect(&[log_of(1, CLIENT, &log)], &not_completed);
+    let refusal = find(&findings, Kind::Refusal);
+    assert!(refusal.verified, "{refusal:#?}");
+    assert!(refusal.title().contains("48211"), "{}", refusal.title());
+
+    // A process that went on to other work is not stuck, nor is one under an alert about
+    // something else.
+    let moved_on = format!("{wait}\n{wait}\n{wait}\nINFO lock acquired; reconciling\n");
+    let findings = detect(&[log_of(1, CLIENT, &moved_on)], &not_completed);
+    assert!(!find(&findings, Kind::Refusal).verified);
+    let findings = detect(&[log_of(1, CLIENT, &log)], &ctx());
+    assert!(!find(&findings, Kind::Refusal).verified);
+}
