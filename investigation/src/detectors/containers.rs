@@ -31,6 +31,7 @@ use super::{
     Role, Round, Scene, Subject, Symptom, cite, same_pod,
 };
 use crate::evidence::{Capability, Evidence};
+use crate::kube;
 
 static CRASH_LOOP: LazyLock<Regex> = regex!(r"\bCrashLoopBackOff\b");
 static BACKOFF_RESTART: LazyLock<Regex> =
@@ -196,7 +197,25 @@ pub struct CrashLine {
     /// words are its teardown, a consequence of whatever sent the signal.
     #[serde(default)]
     pub after_signal: bool,
+    /// A setting of the node's kernel the line names (`vm.max_map_count`), with the node the
+    /// pod ran on when the round shows it: the node's to fix, not the container's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_setting: Option<NodeSetting>,
 }
+
+/// A kernel setting (a sysctl) a crash names, and the node it is set on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSetting {
+    pub key: String,
+    pub node: Option<String>,
+}
+
+/// A sysctl key as processes name it in their complaints (`vm.max_map_count`,
+/// `fs.inotify.max_user_watches`, `net.core.somaxconn`).
+/// Not a package path (`java.net.http`): the key stands on its own.
+static SYSCTL: LazyLock<Regex> = regex!(
+    r"(?:^|[^\w./])((?:vm|fs|kernel)\.[a-z0-9_]+(?:\.[a-z0-9_]+)*|net\.(?:core|ipv4|ipv6|netfilter|unix)\.[a-z0-9_]+(?:\.[a-z0-9_]+)*)\b"
+);
 
 impl CrashLine {
     /// What the process said, without its timestamp and level: the deciding line when the
@@ -237,6 +256,7 @@ impl Payload for CrashLine {
             deciding_within: false,
             from_previous: true,
             after_signal: false,
+            node_setting: None,
         }
     }
 
@@ -249,8 +269,20 @@ impl Payload for CrashLine {
     }
 
     fn detail(&self) -> String {
+        let node = match &self.node_setting {
+            Some(NodeSetting {
+                key,
+                node: Some(node),
+            }) => format!(
+                " It names `{key}`, a setting of the kernel of node `{node}`, which the pod ran on."
+            ),
+            Some(NodeSetting { key, node: None }) => {
+                format!(" It names `{key}`, a setting of the node's kernel.")
+            }
+            None => String::new(),
+        };
         format!(
-            "The last error line in the {}{} before it failed: `{}`",
+            "The last error line in the {}{} before it failed: `{}`{node}",
             if self.from_previous {
                 "previous container's log"
             } else {
@@ -277,6 +309,17 @@ impl Payload for CrashLine {
     }
 
     fn step(&self, scene: &Scene) -> String {
+        if let Some(NodeSetting { key, node }) = &self.node_setting {
+            let on = node
+                .as_deref()
+                .map_or("the node".to_string(), |n| format!("node `{n}`"));
+            return format!(
+                "`{key}` is the node's kernel setting, not the container's: set it on {on} and \
+                 every node of its group (the node group's user data, or a privileged init \
+                 container or DaemonSet that sets it), then let the pod restart; pods on nodes \
+                 that set it already start."
+            );
+        }
         format!(
             "Fix what the crash line names, then read the crashed container's whole log to \
              confirm nothing else failed: `{}`.",
@@ -910,6 +953,16 @@ fn crash_line_candidate(lines: &[(usize, &str)]) -> Option<usize> {
         .or_else(|| lines.iter().rposition(|(_, l)| CRASH_LINE.is_match(l)))
 }
 
+/// The node a pod the round describes runs on.
+fn node_of(round: &Round<'_>, pod: Option<&str>) -> Option<String> {
+    let pod = pod?;
+    round.pods().into_iter().find_map(|(_, object)| {
+        (kube::str_at(object, "/metadata/name") == Some(pod))
+            .then(|| kube::str_at(object, "/spec/nodeName").map(str::to_string))
+            .flatten()
+    })
+}
+
 /// The crash line of the first log (the previous container's first, then the current) of a
 /// pod that crashed.
 fn crash_line(
@@ -967,6 +1020,14 @@ fn crash_line(
         let after_signal = signalled
             .iter()
             .any(|p| super::same_resource(p.as_deref(), scan.pod.as_deref()));
+        let node_setting = [deciding, within.as_deref(), Some(line)]
+            .into_iter()
+            .flatten()
+            .find_map(|l| SYSCTL.captures(l))
+            .map(|c| NodeSetting {
+                key: c[1].to_string(),
+                node: node_of(round, scan.pod.as_deref()),
+            });
         return Some(
             Finding::new(
                 CrashLine {
@@ -977,6 +1038,7 @@ fn crash_line(
                     deciding: deciding.map(quote_line).or(within),
                     from_previous,
                     after_signal,
+                    node_setting,
                 },
                 if from_previous {
                     Confidence::High

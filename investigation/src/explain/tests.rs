@@ -104,6 +104,7 @@ fn one_story_is_one_cause_a_missing_setting_and_the_exit_it_causes_are_not_two()
             deciding_within: false,
             from_previous: true,
             after_signal: false,
+            node_setting: None,
         }),
         symptom(exited(78)),
         symptom(crash_loop()),
@@ -241,6 +242,7 @@ fn a_drain_explains_the_sigterm_its_teardown_lines_and_the_failed_job() {
             deciding_within: false,
             from_previous: false,
             after_signal: true,
+            node_setting: None,
         }),
         symptom(Exited {
             pod: Some("ledger-reconcile-29087415-q8k2d".into()),
@@ -408,6 +410,7 @@ fn a_pods_failure_explains_only_the_job_that_pod_ran_for() {
             deciding_within: false,
             from_previous: true,
             after_signal: false,
+            node_setting: None,
         })
     };
     let ours = job_failed("report-29087415");

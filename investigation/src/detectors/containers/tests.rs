@@ -594,3 +594,52 @@ status:
     let oom = find(&findings, Kind::OomKilled);
     assert_contains(&oom.detail(), "its memory limit is 8Gi");
 }
+
+/// A pod crash-looping on `node`, as `resources_get` returns it.
+fn crashing_on(node: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {POD}\n  namespace: default\nspec:\n  nodeName: {node}\n  containers:\n  - name: api\nstatus:\n  phase: Running\n  containerStatuses:\n  - name: api\n    restartCount: 6\n    state:\n      waiting:\n        reason: CrashLoopBackOff\n    lastState:\n      terminated:\n        exitCode: 78\n"
+    )
+}
+
+#[test]
+fn a_crash_naming_a_kernel_setting_is_the_nodes_to_fix_and_a_package_path_is_not() {
+    let scene = crate::detectors::Scene {
+        namespace: "search".into(),
+        pod: Some(POD.into()),
+        workload: None,
+        container: None,
+        workload_ref: "statefulset/es-data".into(),
+        when: "around 14:02 UTC".into(),
+        headline: true,
+    };
+    let crash = |line: &str| {
+        let evidence = [
+            ev(
+                1,
+                Capability::ObjectGet,
+                pod_args(),
+                &crashing_on("worker-search-1a-7"),
+            ),
+            previous_log(2, &format!("INFO starting\nERROR {line}\n")),
+        ];
+        find(&detect(&evidence, &ctx()), Kind::CrashLine).clone()
+    };
+    let bootstrap = crash(
+        "bootstrap check failure [1] of [1]: max virtual memory areas vm.max_map_count [65530] is too low, increase to at least [262144]",
+    );
+    assert!(bootstrap.verified, "{bootstrap:#?}");
+    assert_contains(
+        &bootstrap.step(&scene),
+        "`vm.max_map_count` is the node's kernel setting",
+    );
+    assert_contains(&bootstrap.step(&scene), "node `worker-search-1a-7`");
+    assert_contains(&bootstrap.detail(), "node `worker-search-1a-7`");
+
+    let java = crash("java.net.http.HttpTimeoutException: request timed out");
+    assert!(
+        !java.step(&scene).contains("kernel"),
+        "{}",
+        java.step(&scene)
+    );
+}
