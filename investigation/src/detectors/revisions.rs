@@ -1,10 +1,11 @@
-//! "What did the last rollout change?" — a Deployment's newest revision beside the one before
-//! it, field by field, read from its rollout history (its ReplicaSets, each holding the pod
-//! template of one revision under `deployment.kubernetes.io/revision`).
+//! "What did the last rollout change?" — a workload's newest revision beside the one before
+//! it, field by field, read from its rollout history: a Deployment's ReplicaSets (each holding
+//! the pod template of one revision under `deployment.kubernetes.io/revision`), a StatefulSet's
+//! ControllerRevisions (`revision`, the template under `data.spec.template`).
 //!
 //! Per container (and init container): image, command, args, env (values and `valueFrom`
-//! references), envFrom, ports, the readiness, liveness and startup probes, resources and
-//! volume mounts; per pod: volumes, securityContext, nodeSelector, tolerations and the service
+//! references), envFrom, ports, the readiness, liveness and startup probes, resources, volume
+//! mounts and securityContext; per pod: volumes, securityContext, nodeSelector, tolerations and the service
 //! account. Labels are not compared: the `pod-template-hash` differs between any two revisions
 //! and says nothing about what changed.
 //!
@@ -35,7 +36,11 @@ use crate::kube;
 /// What the newest revision of a Deployment changed in its pod template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RevisionDiff {
+    /// The workload (a Deployment's name, or a StatefulSet's).
     pub deployment: String,
+    /// Its kind: `Deployment` or `StatefulSet`.
+    #[serde(default = "deployment_kind")]
+    pub kind: String,
     pub revision: u64,
     pub previous: u64,
     /// The first container's image in each revision.
@@ -44,6 +49,10 @@ pub struct RevisionDiff {
     /// When the newest revision's ReplicaSet was created.
     pub at: Option<DateTime<Utc>>,
     pub changes: Vec<FieldChange>,
+}
+
+fn deployment_kind() -> String {
+    "Deployment".to_string()
 }
 
 /// One field of the pod template that differs: `readinessProbe.httpGet.path`, its value in the
@@ -76,6 +85,7 @@ const CONTAINER_FIELDS: &[&str] = &[
     "startupProbe",
     "resources",
     "volumeMounts",
+    "securityContext",
 ];
 const POD_FIELDS: &[&str] = &[
     "volumes",
@@ -161,6 +171,7 @@ impl Payload for RevisionDiff {
     fn example() -> Self {
         Self {
             deployment: "shipment-tracker".into(),
+            kind: deployment_kind(),
             revision: 2,
             previous: 1,
             image: Some("registry/shipment-tracker:3.5.0".into()),
@@ -219,60 +230,92 @@ impl Payload for RevisionDiff {
     fn step(&self, scene: &Scene) -> String {
         format!(
             "Check whether what revision {} of `{}` changed ({}) fits the failure: `kubectl -n {} \
-             rollout history deployment/{} --revision={}` shows its whole template.",
+             rollout history {}/{} --revision={}` shows its whole template.",
             self.revision,
             self.deployment,
             self.changes_listed(2),
             scene.namespace,
+            self.kind.to_ascii_lowercase(),
             self.deployment,
             self.revision
         )
     }
 }
 
-/// One revision of a Deployment: its ReplicaSet's pod template and the text it was read from.
+/// One revision of a workload: a Deployment's ReplicaSet or a StatefulSet's ControllerRevision,
+/// with its pod template and the text it was read from.
 struct Revision<'a> {
+    /// The workload it is a revision of.
     deployment: String,
+    /// `Deployment` or `StatefulSet`.
+    kind: &'static str,
     number: u64,
     template: &'a Value,
-    /// Its pods' `pod-template-hash`.
-    hash: Option<&'a str>,
+    /// The label its pods carry and its value: `pod-template-hash` (a ReplicaSet's), or
+    /// `controller-revision-hash` (a ControllerRevision's name).
+    pod_label: Option<(&'static str, &'a str)>,
     created: Option<DateTime<Utc>>,
     text: &'a str,
 }
 
+/// The owner of `kind` an object names.
+fn owner_of<'v>(object: &'v Value, kind: &str) -> Option<&'v str> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|o| kube::str_at(o, "/kind") == Some(kind))
+        .and_then(|o| kube::str_at(o, "/name"))
+}
+
+fn number(value: &Value) -> Option<u64> {
+    match value {
+        Value::String(s) => s.trim().parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
 impl<'a> Revision<'a> {
     fn read(text: &'a str, object: &'a Value) -> Option<Self> {
-        if kube::str_at(object, "/kind") != Some("ReplicaSet") {
-            return None;
+        let created = kube::str_at(object, "/metadata/creationTimestamp")
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        match kube::str_at(object, "/kind")? {
+            "ReplicaSet" => {
+                let revision =
+                    object.pointer("/metadata/annotations/deployment.kubernetes.io~1revision")?;
+                let deployment =
+                    owner_of(object, "Deployment")
+                        .map(str::to_string)
+                        .or_else(|| {
+                            kube::str_at(object, "/metadata/name")
+                                .and_then(kube::deployment_of_name)
+                        })?;
+                Some(Self {
+                    deployment,
+                    kind: "Deployment",
+                    number: number(revision)?,
+                    template: object.pointer("/spec/template/spec")?,
+                    pod_label: kube::str_at(object, "/metadata/labels/pod-template-hash")
+                        .map(|hash| ("pod-template-hash", hash)),
+                    created,
+                    text,
+                })
+            }
+            "ControllerRevision" => Some(Self {
+                deployment: owner_of(object, "StatefulSet")?.to_string(),
+                kind: "StatefulSet",
+                number: number(object.get("revision")?)?,
+                template: object.pointer("/data/spec/template/spec")?,
+                pod_label: kube::str_at(object, "/metadata/name")
+                    .map(|name| ("controller-revision-hash", name)),
+                created,
+                text,
+            }),
+            _ => None,
         }
-        let number =
-            match object.pointer("/metadata/annotations/deployment.kubernetes.io~1revision")? {
-                Value::String(s) => s.trim().parse().ok()?,
-                Value::Number(n) => n.as_u64()?,
-                _ => return None,
-            };
-        let owner = object
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|o| kube::str_at(o, "/kind") == Some("Deployment"))
-            .and_then(|o| kube::str_at(o, "/name"))
-            .map(str::to_string);
-        let deployment = owner.or_else(|| {
-            kube::str_at(object, "/metadata/name").and_then(kube::deployment_of_name)
-        })?;
-        Some(Self {
-            deployment,
-            number,
-            template: object.pointer("/spec/template/spec")?,
-            hash: kube::str_at(object, "/metadata/labels/pod-template-hash"),
-            created: kube::str_at(object, "/metadata/creationTimestamp")
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc)),
-            text,
-        })
     }
 
     /// The first container's image.
@@ -280,21 +323,41 @@ impl<'a> Revision<'a> {
         kube::str_at(self.template, "/containers/0/image").map(str::to_string)
     }
 
-    /// The line of its record that holds its revision annotation.
+    /// The line of its record that holds its revision number (a ReplicaSet's annotation, a
+    /// ControllerRevision's `revision`).
     fn revision_line(&self) -> Option<&'a str> {
+        let key = match self.kind {
+            "Deployment" => "deployment.kubernetes.io/revision",
+            _ => "revision",
+        };
         self.text.lines().find(|l| {
-            l.contains("deployment.kubernetes.io/revision")
-                && l.rsplit(':').next().is_some_and(|v| {
-                    v.trim().trim_matches(|c| matches!(c, '"' | '\'' | ','))
-                        == self.number.to_string()
-                })
+            let Some((name, value)) = l.trim_start().trim_start_matches("- ").split_once(':')
+            else {
+                return false;
+            };
+            name.trim().trim_matches('"') == key
+                && value.trim().trim_matches(|c| matches!(c, '"' | '\'' | ','))
+                    == self.number.to_string()
+        })
+    }
+
+    /// Whether `pod` runs this revision.
+    fn runs(&self, pod: &Value) -> bool {
+        self.pod_label.is_some_and(|(key, value)| {
+            pod.pointer("/metadata/labels")
+                .and_then(|labels| labels.get(key))
+                .and_then(Value::as_str)
+                == Some(value)
         })
     }
 }
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    for item in round.of(Capability::DeployHistory) {
+    let histories = round
+        .of(Capability::DeployHistory)
+        .chain(round.of(Capability::ObjectList));
+    for item in histories {
         let records = records(&item.excerpt);
         let revisions: Vec<Revision<'_>> = records
             .iter()
@@ -336,6 +399,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             }
             let finding = RevisionDiff {
                 deployment: deployment.to_string(),
+                kind: newest.kind.to_string(),
                 revision: newest.number,
                 previous: previous.number,
                 image: newest.image(),
@@ -377,12 +441,9 @@ fn deployed(round: &Round<'_>, deployment: &str, newest: &Revision<'_>) -> bool 
 /// Whether a pod the round describes runs this revision and fails (crash loop, not ready, an
 /// OOM kill in the last hours, …).
 fn failing(round: &Round<'_>, revision: &Revision<'_>) -> bool {
-    let Some(hash) = revision.hash else {
-        return false;
-    };
     round.pods().into_iter().any(|(evidence, pod)| {
         let now = round.ctx.alert_start.unwrap_or(evidence.fetched_at);
-        kube::str_at(pod, "/metadata/labels/pod-template-hash") == Some(hash)
+        revision.runs(pod)
             && kube::pods_in_list(&pod.to_string())
                 .first()
                 .is_some_and(|info| super::siblings::failing_now(info, Some(pod), now).is_some())
@@ -391,16 +452,26 @@ fn failing(round: &Round<'_>, revision: &Revision<'_>) -> bool {
 
 /// Whether an earlier part found a cause on a pod of this revision (a container throttled
 /// against the limit the revision set, memory growing since it started): a trend that began
-/// with a revision, deployed before the window, names what that revision changed.
+/// with a revision, deployed before the window, names what that revision changed. A pod is the
+/// revision's by its label when the round read it, or (a Deployment's) by its name.
 fn cause_on(round: &Round<'_>, deployment: &str, revision: &Revision<'_>) -> bool {
-    let Some(hash) = revision.hash else {
-        return false;
-    };
-    let prefix = format!("{deployment}-{hash}-");
+    let prefix = revision
+        .pod_label
+        .filter(|(key, _)| *key == "pod-template-hash")
+        .map(|(_, hash)| format!("{deployment}-{hash}-"));
+    let labelled: Vec<&str> = round
+        .pods()
+        .into_iter()
+        .filter(|(_, pod)| revision.runs(pod))
+        .filter_map(|(_, pod)| kube::str_at(pod, "/metadata/name"))
+        .collect();
     round.found.iter().any(|f| {
         f.role() == Role::Cause
-            && f.subject()
-                .is_some_and(|s| s.kind == ObjectKind::Pod && s.name.starts_with(&prefix))
+            && f.subject().is_some_and(|s| {
+                s.kind == ObjectKind::Pod
+                    && (labelled.contains(&s.name.as_str())
+                        || prefix.as_deref().is_some_and(|p| s.name.starts_with(p)))
+            })
     })
 }
 

@@ -76,6 +76,7 @@ pub async fn walk<E: EvidenceSource>(
     let named_pod = starts.iter().any(|s| matches!(s, Start::Pod { .. }));
     let mut deployments: Vec<(String, String)> = Vec::new();
     let mut workload_objects: Vec<(String, String)> = Vec::new();
+    let mut statefulsets: Vec<(String, String)> = Vec::new();
     for start in &starts {
         match start {
             Start::Pod { namespace, name } => {
@@ -95,6 +96,9 @@ pub async fn walk<E: EvidenceSource>(
                 workload_objects.push((namespace.clone(), name.clone()));
                 if kind.eq_ignore_ascii_case("deployment") {
                     deployments.push((namespace.clone(), name.clone()));
+                }
+                if kind.eq_ignore_ascii_case("statefulset") {
+                    statefulsets.push((namespace.clone(), name.clone()));
                 }
                 if !named_pod {
                     let pods = workload_pods(c, namespace, kind, name, &mut found).await;
@@ -351,7 +355,10 @@ pub async fn walk<E: EvidenceSource>(
         )
         .await;
     }
-    if deployments.is_empty() {
+    for (namespace, name) in &statefulsets {
+        controller_revisions(c, namespace, name).await;
+    }
+    if deployments.is_empty() && statefulsets.is_empty() {
         match target.workload_kind.as_deref() {
             Some(kind) if target.workload.is_some() && !kind.eq_ignore_ascii_case("deployment") => {
                 c.skip(
@@ -674,6 +681,33 @@ async fn service_pods<E: EvidenceSource>(
         }
         None => Vec::new(),
     }
+}
+
+/// A StatefulSet's rollout history: its ControllerRevisions, by the selector its object (read
+/// with its pods) shows, each holding the pod template of one revision.
+async fn controller_revisions<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    name: &str,
+) {
+    let selector = c
+        .evidence
+        .iter()
+        .find(|e| {
+            e.capability == Capability::ObjectGet
+                && e.string_arg(&["kind"]) == Some("StatefulSet")
+                && e.string_arg(&["name"]) == Some(name)
+        })
+        .and_then(|e| selector_of(&e.excerpt));
+    c.fetch(
+        CapabilityRequest::ObjectList {
+            namespace: Some(namespace.to_string()),
+            kind: "ControllerRevision".into(),
+            label_selector: selector,
+        },
+        format!("did `{name}` change its pod template? (its revisions: ControllerRevisions)"),
+    )
+    .await;
 }
 
 /// Describes a pod (unless already described) and reads its failing containers' logs and its

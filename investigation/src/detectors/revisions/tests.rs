@@ -425,3 +425,94 @@ fn a_cause_on_a_pod_of_a_revision_deployed_before_the_window_names_what_it_chang
     let findings = detect(&throttled[..1], &about_the_deployment());
     assert!(!has(&findings, Kind::RevisionDiff), "{findings:#?}");
 }
+
+/// A StatefulSet's ControllerRevision as `resources_list` returns it: revision `revision` named
+/// `zookeeper-{hash}`, its container running as `uid`.
+fn controller_revision(revision: u32, hash: &str, uid: u32) -> String {
+    format!(
+        "\
+- apiVersion: apps/v1
+  data:
+    spec:
+      template:
+        $patch: replace
+        spec:
+          containers:
+          - image: docker.io/bitnami/zookeeper:3.9.2
+            name: zookeeper
+            securityContext:
+              runAsUser: {uid}
+  kind: ControllerRevision
+  metadata:
+    creationTimestamp: 2025-03-04T13:40:00Z
+    name: zookeeper-{hash}
+    namespace: streaming
+    ownerReferences:
+    - apiVersion: apps/v1
+      controller: true
+      kind: StatefulSet
+      name: zookeeper
+  revision: {revision}
+"
+    )
+}
+
+#[test]
+fn a_statefulsets_controller_revisions_are_diffed_when_the_new_ones_pod_fails() {
+    let revisions =
+        controller_revision(1, "7b9c6d5f48", 1001) + &controller_revision(2, "5d8f9c7b64", 10001);
+    let crashing = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  labels:
+    controller-revision-hash: zookeeper-5d8f9c7b64
+  name: zookeeper-2
+  namespace: streaming
+spec:
+  containers:
+  - name: zookeeper
+status:
+  containerStatuses:
+  - name: zookeeper
+    ready: false
+    restartCount: 9
+    state:
+      waiting:
+        reason: CrashLoopBackOff
+  phase: Running
+";
+    let evidence = [
+        crate::detectors::testing::ev(
+            1,
+            Capability::ObjectList,
+            serde_json::json!({"kind": "ControllerRevision", "namespace": "streaming"}),
+            &revisions,
+        ),
+        crate::detectors::testing::describe(2, crashing),
+    ];
+    let findings = detect(&evidence, &about_the_deployment());
+    let diff = find(&findings, Kind::RevisionDiff);
+    assert_eq!(
+        diff.title(),
+        "Revision 2 of `zookeeper` changed from revision 1: securityContext.runAsUser 1001→10001"
+    );
+    assert!(quotes(diff).contains(&"revision: 2"), "{:#?}", diff.refs);
+    let scene = Scene {
+        namespace: "streaming".into(),
+        pod: None,
+        workload: Some("zookeeper".into()),
+        container: None,
+        workload_ref: "statefulset/zookeeper".into(),
+        when: "around 14:02 UTC".into(),
+        headline: false,
+    };
+    assert_contains(
+        &diff.step(&scene),
+        "rollout history statefulset/zookeeper --revision=2",
+    );
+
+    // The same history with its new pod running fine is no news.
+    let findings = detect(&evidence[..1], &about_the_deployment());
+    assert!(!has(&findings, Kind::RevisionDiff), "{findings:#?}");
+}

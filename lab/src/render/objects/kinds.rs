@@ -16,6 +16,7 @@ use super::network::{endpoints_object, service_object};
 use super::network_policy::network_policy_object;
 use super::nodes::{namespace_object, nodes};
 use super::pods::pod_object;
+use super::revisions::controller_revisions;
 use super::storage::{attachment_object, claim_object, storage_class_object, volume_object};
 use super::workloads::{daemonset_object, statefulset_object};
 use crate::render::world::World;
@@ -149,6 +150,19 @@ pub const KINDS: &[Kind] = &[
         plural: "statefulsets",
         namespaced: true,
         objects: |w| map(&w.spec.statefulsets, |s| statefulset_object(w, s)),
+    },
+    Kind {
+        api_version: "apps/v1",
+        kind: "ControllerRevision",
+        plural: "controllerrevisions",
+        namespaced: true,
+        objects: |w| {
+            w.spec
+                .statefulsets
+                .iter()
+                .flat_map(|s| controller_revisions(w, s))
+                .collect()
+        },
     },
     Kind {
         api_version: "apps/v1",

@@ -18,6 +18,7 @@ mod network;
 mod network_policy;
 mod nodes;
 mod pods;
+mod revisions;
 mod storage;
 mod workloads;
 

@@ -150,6 +150,44 @@ pub(crate) fn pod_template(pod: &PodSpec, container: &str, image: &str) -> Value
     Value::Object(spec)
 }
 
+/// Fills the fields `template` leaves unset (absent, or empty resources) from `other`: pod-level
+/// fields, and each container's by its name.
+pub(crate) fn inherit(template: &mut Value, other: &Value) {
+    let unset = |v: Option<&Value>| v.is_none_or(|v| v.as_object().is_some_and(Map::is_empty));
+    let (Some(own), Some(theirs)) = (template.as_object_mut(), other.as_object()) else {
+        return;
+    };
+    for (key, value) in theirs {
+        if key != "containers" && key != "initContainers" && unset(own.get(key)) {
+            own.insert(key.clone(), value.clone());
+        }
+    }
+    for list in ["containers", "initContainers"] {
+        let Some(Value::Array(containers)) = own.get_mut(list) else {
+            continue;
+        };
+        for container in containers.iter_mut() {
+            let name = container.get("name").cloned();
+            let Some(source) = theirs
+                .get(list)
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| c.get("name") == name.as_ref()))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            let Some(fields) = container.as_object_mut() else {
+                continue;
+            };
+            for (key, value) in source {
+                if unset(fields.get(key)) {
+                    fields.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+}
+
 fn container_status(
     world: &World,
     c: &ContainerSpec,

@@ -437,3 +437,84 @@ expect: {verdict: post}
         agent["metadata"]["creationTimestamp"]
     );
 }
+
+/// A StatefulSet mid-update: its ControllerRevisions are its pods' templates, oldest first, each
+/// owned by the set and labelled with its hash; a pod's own claim is not the template's.
+#[test]
+fn a_statefulsets_revisions_are_its_pods_templates() {
+    let s = parse(
+        r#"
+alert: {text: "x", at: "2025-03-01T12:00:00Z"}
+statefulsets:
+  - name: zk
+    namespace: streaming
+    replicas: 2
+    status: {currentRevision: zk-7b9c, updateRevision: zk-5d8f}
+    volumeClaimTemplates: [{name: data, size: 20Gi}]
+pods:
+  - name: zk-1
+    namespace: streaming
+    owner: {kind: StatefulSet, name: zk}
+    labels: {controller-revision-hash: zk-5d8f}
+    created: -24m
+    specExtra:
+      volumes: [{name: data, persistentVolumeClaim: {claimName: data-zk-1}}]
+    containers:
+      - {name: zk, image: "zk:3.9", state: {running: {}}, specExtra: {securityContext: {runAsUser: 10001}}}
+  - name: zk-0
+    namespace: streaming
+    owner: {kind: StatefulSet, name: zk}
+    labels: {controller-revision-hash: zk-7b9c}
+    created: -47d
+    specExtra:
+      securityContext: {fsGroup: 1001}
+      volumes: [{name: data, persistentVolumeClaim: {claimName: data-zk-0}}]
+    containers:
+      - {name: zk, image: "zk:3.9", state: {running: {}}, specExtra: {securityContext: {runAsUser: 1001}}}
+expect: {verdict: post}
+"#,
+    );
+    let listed = yaml(
+        &resources_list(
+            &s,
+            &args(json!({"apiVersion": "apps/v1", "kind": "ControllerRevision", "namespace": "streaming", "labelSelector": "app=zk"})),
+        )
+        .unwrap(),
+    );
+    let revisions = listed.as_array().unwrap();
+    let names: Vec<&Value> = revisions.iter().map(|r| &r["metadata"]["name"]).collect();
+    assert_eq!(
+        names,
+        [&json!("zk-7b9c"), &json!("zk-5d8f")],
+        "current, then update"
+    );
+    assert_eq!(revisions[1]["revision"], 2);
+    assert_eq!(
+        revisions[1]["metadata"]["ownerReferences"][0]["kind"],
+        "StatefulSet"
+    );
+    assert_eq!(
+        revisions[1]["metadata"]["labels"]["controller.kubernetes.io/hash"],
+        "5d8f"
+    );
+    let template = |i: usize| &revisions[i]["data"]["spec"]["template"]["spec"];
+    assert_eq!(
+        template(0)["containers"][0]["securityContext"]["runAsUser"],
+        1001
+    );
+    assert_eq!(
+        template(1)["containers"][0]["securityContext"]["runAsUser"],
+        10001
+    );
+    assert_eq!(template(0)["securityContext"]["fsGroup"], 1001);
+    assert_eq!(
+        template(1)["securityContext"]["fsGroup"],
+        1001,
+        "a field the newer pod leaves out is the older one's"
+    );
+    assert_eq!(
+        template(1)["volumes"],
+        json!([]),
+        "a pod's own claim is not in the template"
+    );
+}
