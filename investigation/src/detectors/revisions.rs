@@ -40,7 +40,7 @@ pub struct RevisionDiff {
     pub deployment: String,
     /// Its kind: `Deployment` or `StatefulSet`.
     #[serde(default = "deployment_kind")]
-    pub kind: String,
+    pub workload_kind: String,
     pub revision: u64,
     pub previous: u64,
     /// The first container's image in each revision.
@@ -171,7 +171,7 @@ impl Payload for RevisionDiff {
     fn example() -> Self {
         Self {
             deployment: "shipment-tracker".into(),
-            kind: deployment_kind(),
+            workload_kind: deployment_kind(),
             revision: 2,
             previous: 1,
             image: Some("registry/shipment-tracker:3.5.0".into()),
@@ -235,7 +235,7 @@ impl Payload for RevisionDiff {
             self.deployment,
             self.changes_listed(2),
             scene.namespace,
-            self.kind.to_ascii_lowercase(),
+            self.workload_kind.to_ascii_lowercase(),
             self.deployment,
             self.revision
         )
@@ -399,7 +399,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             }
             let finding = RevisionDiff {
                 deployment: deployment.to_string(),
-                kind: newest.kind.to_string(),
+                workload_kind: newest.kind.to_string(),
                 revision: newest.number,
                 previous: previous.number,
                 image: newest.image(),
