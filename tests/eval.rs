@@ -37,7 +37,6 @@ const EXPECT_FAIL: &[&str] = &[
     // Scenarios written for issue 22 from the evidence alone, not yet answered: each asks or
     // answers in part (the other end of a dependency, a node or revision the failing pods
     // share, a spec field, a subject outside the cluster, a quieter error line).
-    "daemonset-fluent-bit-one-node-sqlite-malformed-loki-oom-noise",
     "dynamodb-carts-write-throttling-ttl-backfill-job",
     "partner-portal-login-502-keycloak-stale-changelog-lock",
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",

@@ -210,6 +210,10 @@ pub struct NodeSetting {
     pub node: Option<String>,
 }
 
+/// A log line's time to the second, as it opens the line (`2025-01-01T00:00:00`,
+/// `[2025/01/01 00:00:00]`, `2025-01-01 00:00:00,412`).
+static SECOND: LazyLock<Regex> = regex!(r"^\W{0,2}\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}");
+
 /// A sysctl key as processes name it in their complaints (`vm.max_map_count`,
 /// `fs.inotify.max_user_watches`, `net.core.somaxconn`).
 /// Not a package path (`java.net.http`): the key stands on its own.
@@ -891,7 +895,34 @@ impl<'a> Scan<'a> {
 /// sums up a retried failure, whose line is then the crash line.
 pub(super) fn crash_line_choice(lines: &[(usize, &str)]) -> Option<(usize, usize)> {
     let chosen = crash_line_candidate(lines)?;
-    Some((chosen, retried_failure(lines, chosen).unwrap_or(chosen)))
+    let crash = retried_failure(lines, chosen).unwrap_or_else(|| cascade_root(lines, chosen));
+    Some((chosen, crash))
+}
+
+/// The most error lines one failure's cascade spans.
+const CASCADE_LINES: usize = 6;
+
+/// When the crash line ends a cascade — error lines logged in the same second, one right after
+/// the other (`cannot execute pragma: database disk image is malformed`, then `could not open
+/// database`, `input initialization failed`, `backend failed`) — the first of them is the
+/// failure the others report on; each later one only says what gave up because of it.
+fn cascade_root(lines: &[(usize, &str)], chosen: usize) -> usize {
+    use super::text::{LogLevel, log_level};
+    let error = |l: &str| log_level(l).is_some_and(|level| level >= LogLevel::Error);
+    let second = |l: &str| SECOND.find(l).map(|m| m.as_str().to_string());
+    let (_, last) = lines[chosen];
+    let Some(at) = second(last).filter(|_| error(last)) else {
+        return chosen;
+    };
+    let mut root = chosen;
+    while root > 0 && chosen - root < CASCADE_LINES - 1 {
+        let (_, before) = lines[root - 1];
+        if !error(before) || second(before).as_deref() != Some(at.as_str()) {
+            break;
+        }
+        root -= 1;
+    }
+    root
 }
 
 /// When the crash line only sums up a retried failure (`batch 88 failed after 3 retries`,

@@ -688,7 +688,7 @@ fn symptom_in(words: &str, name: bool) -> Symptom {
         "targetdown",
         "target down",
         "is down",
-    ]) || (name && has(&["down", "fail"]))
+    ]) || (name && has(&["down", "fail", "stopped"]))
     {
         Symptom::Errors
     } else if has(&[

@@ -365,7 +365,7 @@ pub enum LogLevel {
 static LEVEL_FIELD: LazyLock<Regex> =
     regex!(r#"(?i)(?:^|[\s{,])\\?"?(?:level|lvl|severity)\\?"?\s*[=:]\s*\\?"?([A-Za-z]+)"#);
 static LEVEL_WORD: LazyLock<Regex> = regex!(
-    r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|PANIC|EMERG)\b"
+    r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|PANIC|EMERG)\b|\[\s*(?i:(trace|debug|info|warn|warning|error|fatal))\s*\]"
 );
 
 /// How far into a line a bare level word may start (after a timestamp and a bracketed thread
@@ -380,9 +380,10 @@ pub fn log_level(line: &str) -> Option<LogLevel> {
         .map(|m| m.as_str().to_ascii_uppercase())
         .or_else(|| {
             LEVEL_WORD
-                .find(line)
-                .filter(|m| m.start() <= LEVEL_WORD_WITHIN)
-                .map(|m| m.as_str().to_string())
+                .captures(line)
+                .filter(|c| c.get(0).is_some_and(|m| m.start() <= LEVEL_WORD_WITHIN))
+                .and_then(|c| c.get(1).or_else(|| c.get(2)))
+                .map(|m| m.as_str().to_ascii_uppercase())
         })?;
     Some(match word.as_str() {
         "TRACE" | "DEBUG" => LogLevel::Debug,

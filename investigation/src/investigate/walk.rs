@@ -170,6 +170,9 @@ pub async fn walk<E: EvidenceSource>(
                     "the node the alert names: its conditions and taints",
                 )
                 .await;
+                if let Some(namespace) = &target.namespace {
+                    candidates.extend(pods_on_node(c, namespace, name).await);
+                }
             }
             Start::Volume { name } => {
                 found.relate(name);
@@ -681,6 +684,31 @@ async fn service_pods<E: EvidenceSource>(
         }
         None => Vec::new(),
     }
+}
+
+/// The pods of `namespace` that run on `node`, when an alert names both (a node-level failure
+/// of one namespace's workload: its agent on that node, say).
+async fn pods_on_node<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    node: &str,
+) -> Vec<PodInfo> {
+    let listed = c
+        .fetch(
+            CapabilityRequest::PodList {
+                namespace: namespace.to_string(),
+                label_selector: None,
+            },
+            format!("the alert names namespace `{namespace}` and node `{node}`: the pods of one on the other"),
+        )
+        .await;
+    listed
+        .as_deref()
+        .map(pods_in_list)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.node.as_deref() == Some(node))
+        .collect()
 }
 
 /// A StatefulSet's rollout history: its ControllerRevisions, by the selector its object (read

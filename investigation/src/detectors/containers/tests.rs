@@ -643,3 +643,30 @@ fn a_crash_naming_a_kernel_setting_is_the_nodes_to_fix_and_a_package_path_is_not
         java.step(&scene)
     );
 }
+
+#[test]
+fn a_cascade_of_errors_in_one_second_is_told_by_its_first() {
+    let log = "\
+[2025/01/01 00:00:00] [ info] [input:tail:tail.0] initializing
+[2025/01/01 00:00:00] [error] [sqldb] cannot execute pragma: database disk image is malformed (/var/fluent-bit/state/flb_container.db)
+[2025/01/01 00:00:00] [error] [input:tail:tail.0] could not open/create database
+[2025/01/01 00:00:00] [error] failed initialize input tail.0
+[2025/01/01 00:00:00] [error] [engine] input initialization failed
+[2025/01/01 00:00:00] [error] [lib] backend failed
+";
+    assert_eq!(
+        last_words(log),
+        Some(
+            "[2025/01/01 00:00:00] [error] [sqldb] cannot execute pragma: database disk image is malformed (/var/fluent-bit/state/flb_container.db)"
+        )
+    );
+    // Errors seconds apart are separate failures: the last one is where the process died.
+    let apart = "\
+2025-01-01T00:00:01Z ERROR cache warm-up failed, continuing
+2025-01-01T00:00:09Z ERROR config: required key PAYMENT_MODE is not set
+";
+    assert_eq!(
+        last_words(apart),
+        Some("2025-01-01T00:00:09Z ERROR config: required key PAYMENT_MODE is not set")
+    );
+}

@@ -307,6 +307,14 @@ fn a_catalogue_alert_about_objects_is_not_service_level_whatever_its_words() {
         "NightlyBackupMissing",
         "no backup finished in 26 hours"
     )));
+    // A stopped flow fails like a service, whatever it names.
+    assert_eq!(
+        crate::detectors::alert_symptom(&target(
+            "Node log shipping stopped",
+            "Logs from worker-us-2b-11 are missing in Loki"
+        )),
+        crate::detectors::Symptom::Errors
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -98,6 +98,15 @@ fn log_levels_are_read_from_prefixes_and_fields() {
             "FATAL required setting PAYMENT_MODE is not set",
             Some(LogLevel::Fatal),
         ),
+        // Fluent Bit's bracketed level, after its bracketed time.
+        (
+            "[2025/01/01 00:00:00] [error] [lib] backend failed",
+            Some(LogLevel::Error),
+        ),
+        (
+            "[2025/01/01 00:00:00] [ info] [fluent bit] version=3.1.9",
+            Some(LogLevel::Info),
+        ),
         // A log store's JSON answer holds the line with its quotes escaped.
         (
             r#"{\"level\":\"warn\",\"msg\":\"batch done with failures\"}"#,
