@@ -44,9 +44,6 @@ const EXPECT_FAIL: &[&str] = &[
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
     "sqs-order-events-backlog-consumer-kms-access-denied",
-    // The headline names the node group only the failing pods run on, against their healthy
-    // siblings, but not what is wrong there (the JVM sizing its heap from a cgroup v2 host).
-    "jvm8-oomkilled-only-on-cgroupv2-nodes",
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

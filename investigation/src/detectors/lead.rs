@@ -31,6 +31,12 @@ pub enum Lead {
     Sidecars { pod: String, port: Option<u16> },
     /// The node a client pod runs on, when its calls time out toward several destinations.
     ClientNode { pod: String },
+    /// The logs of failing pods and of a healthy sibling of the same workload, to compare what
+    /// they say (the settings a process logs at start: its heap, its CPUs, its config).
+    CompareLogs {
+        failing: Vec<String>,
+        healthy: String,
+    },
     /// The certificates issued anew in the alert's namespace (cert-manager's events): a
     /// certificate that fails verification after working was usually just replaced.
     CertificatesIssued,
@@ -49,6 +55,9 @@ impl Lead {
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
             Lead::ClientNode { pod } => format!("the node pod `{pod}` runs on"),
             Lead::CertificatesIssued => "certificates issued anew in the namespace".to_string(),
+            Lead::CompareLogs { healthy, .. } => {
+                format!("the failing pods' logs beside healthy `{healthy}`'s")
+            }
             Lead::Sidecars { pod, port } => match port {
                 Some(port) => {
                     format!("the containers beside the client in pod `{pod}` (port {port})")

@@ -19,9 +19,16 @@
 //! where they share a place, so the crash line, OOM kill or failed Job each failing pod shows
 //! is what the place did to it (it explains them). Fewer pods may be chance: then it is a lead
 //! only, and a shared revision is always only a lead (the revision diff says what changed).
-//! A node it names is a lead to read next ([`Lead::Node`]).
+//! A node it names is a lead to read next ([`Lead::Node`]); a located failure also leads to the
+//! current logs of two failing pods and a healthy sibling ([`Lead::CompareLogs`]), and the
+//! settings the failing processes log alike and the healthy one logs otherwise
+//! (`maxHeap=44032 MiB` against `1434 MiB`) are named with it: what the place changes in them.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
+use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,7 +81,31 @@ pub struct SharedByFailing {
     /// elsewhere, that the place is where the failure is (see the module's table).
     #[serde(default)]
     pub located: bool,
+    /// Settings the failing pods' logs state alike and the healthy pods' logs state otherwise
+    /// (`maxHeap=44032 MiB` against `maxHeap=1434 MiB`): what the place changes in the process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs_differ: Vec<LogDifference>,
 }
+
+/// A setting the failing pods' logs state one way and the healthy pods' another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogDifference {
+    pub key: String,
+    pub failing: String,
+    pub healthy: String,
+}
+
+/// A `key=value` setting in a log line (`maxHeap=44032 MiB`, `availableProcessors=16`,
+/// `GOMAXPROCS=16`), a size unit kept with its number.
+static SETTING: LazyLock<Regex> =
+    regex!(r#"\b([A-Za-z][A-Za-z0-9_.-]{1,40})=("[^"]*"|[^\s,;\]\)}]+(?: ?(?:[KMGT]i?B)\b)?)"#);
+/// Failing pods whose logs must agree on a setting before it counts: one log may state a
+/// request's value rather than a setting.
+const AGREEING_LOGS: usize = 2;
+/// Differences a finding names.
+const MAX_DIFFERENCES: usize = 3;
+/// Failing pods whose logs a comparison reads.
+const COMPARED_FAILING: usize = 2;
 
 /// Node labels and `nodeInfo` fields that tell one generation of nodes from another.
 const NODE_KEYS: &[&str] = &[
@@ -181,6 +212,11 @@ impl Payload for SharedByFailing {
             ],
             healthy_baseline: true,
             located: true,
+            logs_differ: vec![LogDifference {
+                key: "maxHeap".into(),
+                failing: "44032 MiB".into(),
+                healthy: "1434 MiB".into(),
+            }],
         }
     }
 
@@ -248,8 +284,21 @@ impl Payload for SharedByFailing {
             }
             _ => "what sets the failing pods apart is where they run, not the code every pod runs",
         };
+        let differ = if self.logs_differ.is_empty() {
+            String::new()
+        } else {
+            let each: Vec<String> = self
+                .logs_differ
+                .iter()
+                .map(|d| format!("`{}={}` (healthy: `{}`)", d.key, d.failing, d.healthy))
+                .collect();
+            format!(
+                " There, their processes log {} — what the place changes in them.",
+                each.join(", ")
+            )
+        };
         format!(
-            "Failing: {failing}; all run {shared}. Its {baseline} ({}) do not: {why}.",
+            "Failing: {failing}; all run {shared}. Its {baseline} ({}) do not: {why}.{differ}",
             names(self.baseline.iter().map(String::as_str))
         )
     }
@@ -322,14 +371,29 @@ impl Payload for SharedByFailing {
         }
     }
 
+    /// The node the failing pods share; and, located, their logs beside a healthy sibling's.
     fn leads(&self) -> Vec<Lead> {
-        self.shared
+        let nodes = self
+            .shared
             .iter()
             .filter(|s| s.sharing == Sharing::Node)
             .map(|s| Lead::Node {
                 name: s.value.clone(),
-            })
-            .collect()
+            });
+        let compare = self
+            .baseline
+            .first()
+            .filter(|_| self.located && self.healthy_baseline)
+            .map(|healthy| Lead::CompareLogs {
+                failing: self
+                    .failing
+                    .iter()
+                    .take(COMPARED_FAILING)
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+                healthy: healthy.clone(),
+            });
+        nodes.chain(compare).collect()
     }
 }
 
@@ -365,6 +429,69 @@ impl Node<'_> {
     }
 }
 
+/// The settings each pod's logs state, one value per key (a key whose value changes within
+/// one pod's log is a request's, not a setting).
+fn settings(round: &Round<'_>, pod: &str) -> BTreeMap<String, String> {
+    let mut seen: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let logs = round
+        .evidence
+        .iter()
+        .filter(|e| e.capability.is_container_log() && e.string_arg(&["name", "pod"]) == Some(pod));
+    for line in logs.flat_map(|e| e.excerpt.lines()) {
+        for c in SETTING.captures_iter(line) {
+            let value = c[2].trim_matches('"').to_string();
+            seen.entry(c[1].to_string())
+                .and_modify(|v| {
+                    if v.as_deref() != Some(value.as_str()) {
+                        *v = None;
+                    }
+                })
+                .or_insert(Some(value));
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(key, value)| value.map(|v| (key, v)))
+        .collect()
+}
+
+/// Settings every failing pod's log states alike ([`AGREEING_LOGS`] of them at least) and every
+/// healthy baseline pod's log states otherwise.
+fn log_differences(round: &Round<'_>, found: &SharedByFailing) -> Vec<LogDifference> {
+    let failing: Vec<BTreeMap<String, String>> = found
+        .failing
+        .iter()
+        .map(|(name, _)| settings(round, name))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let healthy: Vec<BTreeMap<String, String>> = found
+        .baseline
+        .iter()
+        .map(|name| settings(round, name))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (Some(first), false) = (failing.first(), healthy.is_empty()) else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .filter_map(|(key, value)| {
+            let failing_values: Vec<&String> = failing.iter().filter_map(|s| s.get(key)).collect();
+            let healthy_values: Vec<&String> = healthy.iter().filter_map(|s| s.get(key)).collect();
+            let agreed =
+                failing_values.len() >= AGREEING_LOGS && failing_values.iter().all(|v| *v == value);
+            let other = healthy_values.first()?;
+            (agreed && healthy_values.iter().all(|v| v == other) && *other != value).then(|| {
+                LogDifference {
+                    key: key.clone(),
+                    failing: value.clone(),
+                    healthy: (*other).clone(),
+                }
+            })
+        })
+        .take(MAX_DIFFERENCES)
+        .collect()
+}
+
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let pods = read_pods(round);
     let nodes = read_nodes(round);
@@ -383,6 +510,14 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                     matches!(&f.fact, Fact::KernelFault(k) if k.node == node) && f.verified
                 })
             })
+        })
+        .map(|mut finding| {
+            if let Fact::SharedByFailing(found) = &mut finding.fact
+                && found.located
+            {
+                found.logs_differ = log_differences(round, found);
+            }
+            finding
         })
         .collect()
 }
@@ -513,6 +648,7 @@ fn shared_by_failing(
         baseline: baseline_pods.iter().map(|p| p.info.name.clone()).collect(),
         healthy_baseline,
         located,
+        logs_differ: Vec::new(),
     };
     Some(Finding::new(finding, confidence, located).citing(refs))
 }

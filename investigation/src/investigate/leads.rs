@@ -341,6 +341,37 @@ pub async fn follow<E: EvidenceSource>(
                 format!("pod `{pod}`'s other containers: the alert names no namespace"),
             ),
         },
+        Lead::CompareLogs { failing, healthy } => match namespace {
+            Some(namespace) => {
+                // Current logs: a crash-looping container's restarted instance logs its start
+                // again, and the alert's own pod's crashed instance was read already.
+                let logs = failing
+                    .iter()
+                    .map(|pod| (pod, false))
+                    .chain([(healthy, true)]);
+                for (pod, is_healthy) in logs {
+                    c.fetch(
+                        CapabilityRequest::PodLogs {
+                            namespace: namespace.to_string(),
+                            pod: pod.clone(),
+                            container: None,
+                            previous: false,
+                            tail_lines,
+                        },
+                        if is_healthy {
+                            format!("healthy pod `{pod}`: what it logs, the baseline")
+                        } else {
+                            format!("failing pod `{pod}`: what it logs, beside the baseline")
+                        },
+                    )
+                    .await;
+                }
+            }
+            None => c.skip(
+                Capability::PodLogsCurrent,
+                "the failing and healthy pods' logs: the alert names no namespace".to_string(),
+            ),
+        },
         Lead::CertificatesIssued => match namespace {
             Some(namespace) => {
                 c.fetch(

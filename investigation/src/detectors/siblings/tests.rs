@@ -124,11 +124,18 @@ fn failing_pods_on_one_node_while_the_healthy_run_elsewhere_point_at_the_node() 
     );
     assert_eq!(shared.confidence, Confidence::Medium);
     assert_eq!(shared.resource().as_deref(), Some("api"));
+    // The node they share, and their logs beside a healthy sibling's.
     assert_eq!(
         shared.fact.leads(),
-        [Lead::Node {
-            name: "worker-3".into()
-        }]
+        [
+            Lead::Node {
+                name: "worker-3".into()
+            },
+            Lead::CompareLogs {
+                failing: vec!["api-7d9f8c6b5-x2k4q".into(), "api-7d9f8c6b5-h8r2m".into()],
+                healthy: "api-7d9f8c6b5-b4n6c".into(),
+            }
+        ]
     );
     assert_eq!(
         quotes(shared),
@@ -498,4 +505,61 @@ fn a_node_read_on_its_own_outweighs_a_list_item_cut_to_its_name() {
     );
     let shared = find(&findings, Kind::SharedByFailing);
     assert_contains(&shared.title(), "`topology.kubernetes.io/zone=eu-west-1a`");
+}
+
+#[test]
+fn settings_the_failing_pods_log_alike_and_the_healthy_log_otherwise_are_named() {
+    let list = pod_list(&[
+        pod("x2k4q", HASH, "worker-3", State::CrashLooping),
+        pod("h8r2m", HASH, "worker-3", State::CrashLooping),
+        pod("q9z7w", HASH, "worker-3", State::NotReady),
+        pod("b4n6c", HASH, "worker-1", State::Healthy),
+        pod("m2k8d", HASH, "worker-2", State::Healthy),
+    ]);
+    let log = |n: u32, suffix: &str, heap: &str, pages: u32| {
+        crate::detectors::testing::log_of(
+            n,
+            &format!("api-{HASH}-{suffix}"),
+            &format!(
+                "INFO JvmInfo: maxHeap={heap}, availableProcessors=2, gc=ParallelGC\nINFO rendered pages={pages}\nINFO rendered pages={}\n",
+                pages + 1
+            ),
+        )
+    };
+    let evidence = [
+        list,
+        log(2, "x2k4q", "44032 MiB", 3),
+        log(3, "h8r2m", "44032 MiB", 2),
+        log(4, "b4n6c", "1434 MiB", 3),
+    ];
+    let findings = detect(&evidence, &ctx());
+    let shared = find(&findings, Kind::SharedByFailing);
+    assert_eq!(
+        shared_of(shared).logs_differ,
+        [LogDifference {
+            key: "maxHeap".into(),
+            failing: "44032 MiB".into(),
+            healthy: "1434 MiB".into(),
+        }],
+        "settings alike everywhere, and values a request logs, are not differences"
+    );
+    assert_contains(
+        &shared.detail(),
+        "`maxHeap=44032 MiB` (healthy: `1434 MiB`)",
+    );
+
+    // One failing pod's log alone may state a request's value: nothing is named.
+    let findings = detect(
+        &evidence[..2]
+            .iter()
+            .chain(&evidence[3..])
+            .cloned()
+            .collect::<Vec<_>>(),
+        &ctx(),
+    );
+    assert!(
+        shared_of(find(&findings, Kind::SharedByFailing))
+            .logs_differ
+            .is_empty()
+    );
 }

@@ -436,3 +436,33 @@ async fn a_certificate_failure_reads_every_event_of_the_namespace_once() {
         c.missing
     );
 }
+
+#[tokio::test]
+async fn a_located_failure_reads_failing_and_healthy_siblings_current_logs() {
+    let source = Routed::default().answer(
+        |r| {
+            matches!(
+                r,
+                CapabilityRequest::PodLogs {
+                    previous: false,
+                    ..
+                }
+            )
+        },
+        "INFO maxHeap=1434 MiB",
+    );
+    let lead = Lead::CompareLogs {
+        failing: vec!["api-1".into(), "api-2".into()],
+        healthy: "api-5".into(),
+    };
+    let (reached, skipped) = follow_in(&source, lead).await;
+    assert_eq!(
+        source.asked(),
+        [
+            "current log of shop/api-1",
+            "current log of shop/api-2",
+            "current log of shop/api-5"
+        ]
+    );
+    assert!(reached.pods.is_empty() && skipped.is_empty());
+}
