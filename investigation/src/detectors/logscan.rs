@@ -27,7 +27,7 @@ use super::text::{
     looks_like_injection, object_name,
 };
 use super::{Confidence, Round};
-use crate::evidence::Evidence;
+use crate::evidence::{Capability, Evidence};
 
 /// Lines from the end of a log that count as "the last words" of a crashed process.
 const TAIL_LINES: usize = 10;
@@ -49,18 +49,32 @@ pub fn answer_repeats(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> 
     repeats_where(evidence, matches)
 }
 
+/// A line the log store returns is often one a container log the round read holds too (the
+/// store ships the same lines): counted once, from the container's log.
 fn repeats_where(evidence: &[Evidence], matches: impl Fn(&str) -> bool) -> usize {
-    evidence
+    let counts = |line: &&str| {
+        !line.trim().is_empty()
+            && !is_tool_error_line(line)
+            && !looks_like_injection(line)
+            && matches(line)
+    };
+    let container_lines: Vec<&str> = evidence
         .iter()
-        .filter(|e| is_application_log(e))
+        .filter(|e| is_application_log(e) && e.capability != Capability::LogQuery)
         .flat_map(log_lines)
+        .filter(counts)
+        .collect();
+    let stored = evidence
+        .iter()
+        .filter(|e| e.capability == Capability::LogQuery)
+        .flat_map(log_lines)
+        .filter(counts)
         .filter(|line| {
-            !line.trim().is_empty()
-                && !is_tool_error_line(line)
-                && !looks_like_injection(line)
-                && matches(line)
+            let unescaped = line.replace("\\\"", "\"");
+            !container_lines.iter().any(|l| *l == unescaped)
         })
-        .count()
+        .count();
+    container_lines.len() + stored
 }
 
 /// One log (or, for certificate errors, any evidence item) being read.

@@ -172,6 +172,29 @@ fn a_single_failure_line_under_a_service_level_alert_stays_unverified() {
 }
 
 #[test]
+fn a_line_the_log_store_returns_again_is_one_line_not_a_repeat() {
+    let line = "2025-03-04T14:01:00Z ERROR charge failed: dial tcp 10.20.0.7:5432: connect: connection refused";
+    let store = |text: &str| {
+        crate::detectors::testing::ev(
+            2,
+            Capability::LogQuery,
+            json!({"query": "{namespace=\"shop\"}"}),
+            &format!(r#"[{{"labels":{{"namespace":"shop"}},"line":"{text}","timestamp":"1"}}]"#),
+        )
+    };
+    let findings = detect(&[log_of(1, POD, line), store(line)], &service_level());
+    assert!(
+        !find(&findings, Kind::Dependency).verified,
+        "the same event, shipped twice"
+    );
+
+    // Another pod's line in the store is another event.
+    let other = line.replace("14:01:00Z", "14:01:07Z");
+    let findings = detect(&[log_of(1, POD, line), store(&other)], &service_level());
+    assert!(find(&findings, Kind::Dependency).verified);
+}
+
+#[test]
 fn failure_lines_logged_below_error_level_do_not_count_as_repeats() {
     let warned = "\
 2025-03-04T14:01:00Z WARN cache: dial tcp 10.20.0.9:6379: connect: connection refused
