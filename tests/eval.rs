@@ -40,7 +40,6 @@ const EXPECT_FAIL: &[&str] = &[
     "dynamodb-carts-write-throttling-ttl-backfill-job",
     "partner-portal-login-502-keycloak-stale-changelog-lock",
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
-    "rds-claims-prod-cpu-credits-exhausted",
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
     "sqs-order-events-backlog-consumer-kms-access-denied",

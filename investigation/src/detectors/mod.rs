@@ -30,6 +30,7 @@ mod standing;
 pub mod text;
 
 pub mod autoscaler;
+pub mod budgets;
 pub mod certificates;
 pub mod changes;
 pub mod config;
@@ -232,6 +233,7 @@ registry! {
     restarts: [RestartTrend],
     memory: [MemoryGrowth],
     throttling: [CpuThrottling],
+    budgets: [BudgetExhausted],
     spikes: [MetricSpike],
     traces: [SlowSpan],
     errors: [ErrorLine, WarningEvent],
