@@ -42,7 +42,6 @@ const EXPECT_FAIL: &[&str] = &[
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
-    "sqs-order-events-backlog-consumer-kms-access-denied",
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

@@ -561,6 +561,11 @@ pub fn is_service_level(target: &AlertTarget) -> bool {
     {
         return false;
     }
+    // A managed resource's own alert (its exporter's dimension labels): its clients' repeated
+    // failures toward it are what it measures.
+    if target.labels.keys().any(|k| k.starts_with("dimension_")) {
+        return true;
+    }
     let words = alert_words(target);
     [
         "error",

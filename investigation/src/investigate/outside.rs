@@ -3,14 +3,18 @@
 //! `dimension_QueueName`, `dimension_TableName` as YACE and the CloudWatch exporter write them.
 //! Those labels select the resource's own metrics directly, and its clients inside the cluster
 //! are found by what their logs name: the log store is searched for the identifier, and the
-//! pods whose streams mention it most are read like any pod.
+//! pods whose streams mention it most are read like any pod. When the logs name too few, by
+//! what their configuration names: the ConfigMaps whose values hold the identifier (a queue's
+//! URL, a table's name, a database's host), and in their namespaces the pods that take them in
+//! (`envFrom`, a volume) or hold the identifier in their own env or arguments — one pod per
+//! workload, the most troubled first.
 
 use std::collections::BTreeMap;
 
 use chrono::Duration;
 use firstline_alert::AlertTarget;
 
-use crate::kube::{PodInfo, pods_in_list, rank_pods};
+use crate::kube::{self, PodInfo, pods_in_list, rank_pods};
 use crate::state::IncidentState;
 use crate::tools::{CapabilityRequest, EvidenceSource};
 
@@ -81,6 +85,162 @@ pub async fn gather<E: EvidenceSource>(
                 && !clients.iter().any(|p| p.name == pod.name)
             {
                 clients.push(pod);
+            }
+        }
+    }
+    if clients.len() < MAX_CLIENTS {
+        for (_, value) in &ids {
+            for pod in configured_clients(c, value).await {
+                if clients.len() < MAX_CLIENTS && !clients.iter().any(|p| p.name == pod.name) {
+                    clients.push(pod);
+                }
+            }
+        }
+    }
+    clients
+}
+
+/// Namespaces whose configuration a search reads.
+const MAX_CONFIGURED_NAMESPACES: usize = 2;
+
+/// The values of a ConfigMap's `data`.
+fn data_holds(object: &serde_json::Value, value: &str) -> bool {
+    object
+        .get("data")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|data| {
+            data.values()
+                .filter_map(serde_json::Value::as_str)
+                .any(|v| v.contains(value))
+        })
+}
+
+/// Whether a pod takes in one of `config_maps` or holds `value` in a container's env values,
+/// command or arguments.
+fn pod_uses(pod: &serde_json::Value, config_maps: &[&str], value: &str) -> bool {
+    let strings = |v: Option<&serde_json::Value>| -> Vec<String> {
+        v.and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten();
+    let mut uses = false;
+    for container in containers {
+        let env_values = container
+            .get("env")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("value").and_then(serde_json::Value::as_str));
+        let refs = container
+            .get("envFrom")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| kube::str_at(e, "/configMapRef/name"));
+        uses |= env_values.into_iter().any(|v| v.contains(value))
+            || strings(container.get("args"))
+                .iter()
+                .chain(&strings(container.get("command")))
+                .any(|a| a.contains(value))
+            || refs.into_iter().any(|r| config_maps.contains(&r));
+    }
+    let volumes = pod
+        .pointer("/spec/volumes")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| kube::str_at(v, "/configMap/name"));
+    uses || volumes.into_iter().any(|n| config_maps.contains(&n))
+}
+
+/// The pods whose configuration names `value`, one per workload, the most troubled first.
+async fn configured_clients<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    value: &str,
+) -> Vec<PodInfo> {
+    let listed = c
+        .fetch(
+            CapabilityRequest::ObjectList {
+                namespace: None,
+                kind: "ConfigMap".into(),
+                label_selector: None,
+            },
+            format!("no log names `{value}` enough: which configuration does (ConfigMaps)"),
+        )
+        .await
+        .unwrap_or_default();
+    let mut holding: Vec<(String, String)> = Vec::new();
+    for object in kube::objects(&listed)
+        .iter()
+        .filter(|o| data_holds(o, value))
+    {
+        if let (Some(namespace), Some(name)) = (
+            kube::str_at(object, "/metadata/namespace"),
+            kube::str_at(object, "/metadata/name"),
+        ) {
+            holding.push((namespace.to_string(), name.to_string()));
+        }
+    }
+    let mut namespaces: Vec<&str> = Vec::new();
+    for (namespace, _) in &holding {
+        if !namespaces.contains(&namespace.as_str()) {
+            namespaces.push(namespace);
+        }
+    }
+    let mut clients: Vec<PodInfo> = Vec::new();
+    for namespace in namespaces.into_iter().take(MAX_CONFIGURED_NAMESPACES) {
+        let config_maps: Vec<&str> = holding
+            .iter()
+            .filter(|(ns, _)| ns == namespace)
+            .map(|(_, name)| name.as_str())
+            .collect();
+        let Some(pods) = c
+            .fetch(
+                CapabilityRequest::PodList {
+                    namespace: namespace.to_string(),
+                    label_selector: None,
+                },
+                format!(
+                    "the pods of `{namespace}` that take in {} or name `{value}` themselves",
+                    config_maps
+                        .iter()
+                        .map(|n| format!("ConfigMap `{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .await
+        else {
+            continue;
+        };
+        let using: Vec<String> = kube::objects(&pods)
+            .iter()
+            .filter(|p| pod_uses(p, &config_maps, value))
+            .filter_map(|p| kube::str_at(p, "/metadata/name").map(str::to_string))
+            .collect();
+        let mut infos: Vec<PodInfo> = pods_in_list(&pods)
+            .into_iter()
+            .filter(|p| using.contains(&p.name))
+            .collect();
+        rank_pods(&mut infos);
+        let mut workloads: Vec<String> = Vec::new();
+        for pod in infos {
+            let workload = crate::kube::deployment_of(&pod).unwrap_or_else(|| pod.name.clone());
+            if !workloads.contains(&workload) {
+                workloads.push(workload);
+                // Named, not listed: each client is read, troubled or not.
+                clients.push(PodInfo {
+                    name: pod.name,
+                    namespace: Some(namespace.to_string()),
+                    ..PodInfo::default()
+                });
             }
         }
     }
@@ -177,6 +337,39 @@ mod tests {
                 "claims-prod".to_string()
             )]
         );
+    }
+
+    #[test]
+    fn a_client_is_found_by_the_configuration_that_names_the_resource() {
+        let config = serde_json::json!({
+            "kind": "ConfigMap",
+            "metadata": {"name": "order-events-consumer-config", "namespace": "fulfilment"},
+            "data": {"ORDER_EVENTS_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/4812/order-events"},
+        });
+        assert!(data_holds(&config, "order-events"));
+        assert!(
+            !data_holds(&config, "carts-prod"),
+            "only its values, never its name"
+        );
+
+        let taking_it_in = serde_json::json!({"spec": {"containers": [
+            {"name": "consumer", "envFrom": [{"configMapRef": {"name": "order-events-consumer-config"}}]}
+        ]}});
+        let naming_it = serde_json::json!({"spec": {"containers": [
+            {"name": "backfill", "args": ["--table", "carts-prod", "--segments", "8"]}
+        ]}});
+        let mounting_it = serde_json::json!({"spec": {
+            "containers": [{"name": "app"}],
+            "volumes": [{"name": "cfg", "configMap": {"name": "order-events-consumer-config"}}],
+        }});
+        let unrelated = serde_json::json!({"spec": {"containers": [
+            {"name": "web", "env": [{"name": "MODE", "value": "prod"}]}
+        ]}});
+        let config_maps = ["order-events-consumer-config"];
+        assert!(pod_uses(&taking_it_in, &config_maps, "order-events"));
+        assert!(pod_uses(&naming_it, &[], "carts-prod"));
+        assert!(pod_uses(&mounting_it, &config_maps, "order-events"));
+        assert!(!pod_uses(&unrelated, &config_maps, "order-events"));
     }
 
     #[test]

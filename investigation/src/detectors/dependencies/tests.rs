@@ -330,6 +330,18 @@ fn a_catalogue_alert_about_objects_is_not_service_level_whatever_its_words() {
         "NightlyBackupMissing",
         "no backup finished in 26 hours"
     )));
+    // A managed resource's own alert (a CloudWatch dimension): its clients' repeated failures
+    // toward it are what it measures.
+    let queue = firstline_alert::AlertTarget {
+        alertname: Some("SQSOldestMessageAgeHigh".into()),
+        labels: [(
+            "dimension_QueueName".to_string(),
+            "order-events".to_string(),
+        )]
+        .into(),
+        ..firstline_alert::AlertTarget::default()
+    };
+    assert!(is_service_level(&queue));
     // A stopped flow fails like a service, whatever it names.
     assert_eq!(
         crate::detectors::alert_symptom(&target(
