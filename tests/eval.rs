@@ -30,7 +30,6 @@ const EXPECT_FAIL: &[&str] = &[
     // steps still tune the probe (`initialDelaySeconds`), which the evidence contradicts.
     "old-failed-revision-herring-node-clock-skew",
     // Where extra load comes from (a Job inside the cluster) is not looked for.
-    "hpa-maxed-consequence-of-export-job-load",
     // Recovered, but not recognisable: the alert carries no expression to re-run (a
     // description only).
     "recovered-latency-blip-hikari-warning",

@@ -37,6 +37,8 @@ pub enum Lead {
         failing: Vec<String>,
         healthy: String,
     },
+    /// The Jobs of every namespace: which started just before something rose.
+    JobsStarted,
     /// The certificates issued anew in the alert's namespace (cert-manager's events): a
     /// certificate that fails verification after working was usually just replaced.
     CertificatesIssued,
@@ -55,6 +57,7 @@ impl Lead {
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
             Lead::ClientNode { pod } => format!("the node pod `{pod}` runs on"),
             Lead::CertificatesIssued => "certificates issued anew in the namespace".to_string(),
+            Lead::JobsStarted => "the Jobs that started when it rose".to_string(),
             Lead::CompareLogs { healthy, .. } => {
                 format!("the failing pods' logs beside healthy `{healthy}`'s")
             }

@@ -30,6 +30,7 @@ mod standing;
 pub mod text;
 
 pub mod autoscaler;
+pub mod batch;
 pub mod budgets;
 pub mod certificates;
 pub mod changes;
@@ -230,6 +231,7 @@ registry! {
     autoscaler: [AutoscalerMaxed],
     steps: [MetricStep, LoadGrowth],
     changes: [Rollout, ScaleChange],
+    batch: [BatchStarted],
     restarts: [RestartTrend],
     memory: [MemoryGrowth],
     throttling: [CpuThrottling],

@@ -17,6 +17,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::lead::Lead;
 use super::series::{format_value, parse_prometheus_matrix, quoted_series};
 use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
@@ -96,6 +97,16 @@ impl Payload for MetricStep {
             scene.when
         )
     }
+
+    /// A rise in a series of work (not an object's state as kube-state-metrics reports it) may
+    /// be a batch job's load arriving at once: the Jobs that started then.
+    fn leads(&self) -> Vec<Lead> {
+        if self.after > self.before && !self.series.starts_with("kube_") {
+            vec![Lead::JobsStarted]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// A step up in the load a service serves.
@@ -169,6 +180,11 @@ impl Payload for LoadGrowth {
                 .as_deref()
                 .map_or(scene.workload_ref.clone(), |r| format!("`{r}`"))
         )
+    }
+
+    /// Who brought the extra load: a batch job that started when it grew.
+    fn leads(&self) -> Vec<Lead> {
+        vec![Lead::JobsStarted]
     }
 
     fn explains(&self, effect: &Finding) -> bool {
@@ -246,8 +262,12 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 .any(|f| q.contains(f))
         });
         for s in &series {
-            // A raw counter only ever climbs: its "step" is the counter counting.
+            // A raw counter only ever climbs: its "step" is the counter counting. A CloudWatch
+            // exporter's series (its `dimension_*` labels) is a statistic per period whatever
+            // its name (`…_sum` is the Sum statistic), never a counter.
+            let cloudwatch = s.labels.keys().any(|k| k.starts_with("dimension_"));
             let raw_counter = !rated
+                && !cloudwatch
                 && s.labels.get("__name__").is_some_and(|n| {
                     ["_total", "_count", "_sum", "_bucket"]
                         .iter()

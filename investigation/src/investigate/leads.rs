@@ -372,6 +372,17 @@ pub async fn follow<E: EvidenceSource>(
                 "the failing and healthy pods' logs: the alert names no namespace".to_string(),
             ),
         },
+        Lead::JobsStarted => {
+            c.fetch(
+                CapabilityRequest::ObjectList {
+                    namespace: None,
+                    kind: "Job".into(),
+                    label_selector: None,
+                },
+                "the Jobs of every namespace: did a batch job start when it rose?",
+            )
+            .await;
+        }
         Lead::CertificatesIssued => match namespace {
             Some(namespace) => {
                 c.fetch(

@@ -282,7 +282,8 @@ pub async fn walk<E: EvidenceSource>(
 
     // 3. What the pods point at.
     follow_cluster_dns(c, &mut found, target, options).await;
-    follow_leads(c, &mut found, state, options).await;
+    let mut work = WorkList::default();
+    follow_leads(c, &mut found, state, options, &mut work).await;
     follow_claims(c, &mut found).await;
     if let Some(namespace) = target.namespace.as_deref() {
         if found.pods.is_empty() {
@@ -378,6 +379,9 @@ pub async fn walk<E: EvidenceSource>(
 
     // 4. Metrics, logs and traces.
     telemetry::gather(c, state, &found, options).await;
+    // What the metrics showed may lead further (a rise: the batch job that started then).
+    follow_leads(c, &mut found, state, options, &mut work).await;
+    leads_left(c, &work);
     found
 }
 
@@ -899,16 +903,17 @@ async fn follow_cluster_dns<E: EvidenceSource>(
 }
 
 /// Follows the leads what was read so far proposes, strongest first, re-running the detectors
-/// after each so a lead's findings can propose the next ([`super::leads`]).
+/// after each so a lead's findings can propose the next ([`super::leads`]). `work` is the
+/// round's: a lead is followed once, and at most [`MAX_LEADS`] in all.
 async fn follow_leads<E: EvidenceSource>(
     c: &mut Collector<'_, E>,
     found: &mut Found,
     state: &IncidentState,
     options: &InvestigateOptions,
+    work: &mut WorkList,
 ) {
     let target = &state.alert.target;
     let ctx = super::detection_context(state);
-    let mut work = WorkList::default();
     loop {
         for proposed in pod_leads(found) {
             work.offer(proposed);
@@ -966,6 +971,10 @@ async fn follow_leads<E: EvidenceSource>(
         }
         c.follow(None);
     }
+}
+
+/// Says which leads the round proposed and did not follow.
+fn leads_left<E: EvidenceSource>(c: &mut Collector<'_, E>, work: &WorkList) {
     if !work.left().is_empty() {
         let left: Vec<String> = work.left().iter().map(|p| p.lead.label()).collect();
         c.skip(

@@ -104,3 +104,37 @@ fn a_latency_stepping_up_is_a_symptom_not_load() {
     assert_eq!(step.role(), Role::Symptom);
     assert!(!step.verified);
 }
+
+#[test]
+fn a_cloudwatch_sum_statistic_steps_while_a_raw_counter_only_counts() {
+    let mut values = vec![0.0; 8];
+    values.extend([1810.0, 3950.0, 4100.0, 4212.0, 4150.0, 4200.0, 4212.0]);
+    let series = |labels: serde_json::Value| {
+        metric(
+            1,
+            "",
+            &matrix(
+                &[(labels, minutely(&values, AT_1350 - 840.0))],
+                true,
+                Style::Compact,
+            ),
+        )
+    };
+    let throttled = series(json!({
+        "__name__": "aws_dynamodb_write_throttle_events_sum",
+        "dimension_TableName": "carts-prod",
+    }));
+    let findings = detect(&[throttled], &alert_at("2025-03-04T13:52:00Z"));
+    assert_contains(
+        &find(&findings, Kind::MetricStep).title(),
+        "aws_dynamodb_write_throttle_events_sum",
+    );
+
+    let counter =
+        series(json!({"__name__": "http_request_duration_seconds_sum", "service": "cart"}));
+    let findings = detect(&[counter], &alert_at("2025-03-04T13:52:00Z"));
+    assert!(
+        !has(&findings, Kind::MetricStep),
+        "a raw counter's climb is no step"
+    );
+}

@@ -466,3 +466,11 @@ async fn a_located_failure_reads_failing_and_healthy_siblings_current_logs() {
     );
     assert!(reached.pods.is_empty() && skipped.is_empty());
 }
+
+#[tokio::test]
+async fn a_rise_reads_the_jobs_of_every_namespace_once() {
+    let source = Routed::default().answer(list("Job"), "[]");
+    let (reached, skipped) = follow_in(&source, Lead::JobsStarted).await;
+    assert_eq!(source.asked(), ["list Job in all namespaces"]);
+    assert!(reached.pods.is_empty() && skipped.is_empty());
+}
