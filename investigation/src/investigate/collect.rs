@@ -199,6 +199,18 @@ impl<'a, E: EvidenceSource> Collector<'a, E> {
     }
 
     /// One line in the report for everything the budget cut, however many steps that was.
+    /// Says so when the round ends with its tool-call budget spent, even if nothing more was
+    /// asked: a reader weighs a round that used every call as one that may have stopped short.
+    pub fn note_spent(&mut self) {
+        if self.calls >= self.max_calls {
+            self.note_budget(format!(
+                "the round used its whole tool-call budget ({} calls): what it did not reach \
+                 was not read",
+                self.max_calls
+            ));
+        }
+    }
+
     fn note_budget(&mut self, reason: String) {
         if !self.budget_noted {
             self.budget_noted = true;

@@ -382,6 +382,7 @@ pub async fn walk<E: EvidenceSource>(
     // What the metrics showed may lead further (a rise: the batch job that started then).
     follow_leads(c, &mut found, state, options, &mut work).await;
     leads_left(c, &work);
+    c.note_spent();
     found
 }
 

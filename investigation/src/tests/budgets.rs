@@ -100,3 +100,42 @@ async fn a_spent_time_budget_sends_nothing_and_says_so() {
         update.missing
     );
 }
+
+#[tokio::test]
+async fn a_round_that_uses_its_whole_budget_exactly_says_so() {
+    let unbounded = crash_world();
+    let full = investigate::investigate(
+        &unbounded,
+        &input(CRASH_ALERT),
+        &InvestigateOptions::default(),
+    )
+    .await;
+    let exactly = calls(&full);
+    let source = crash_world();
+    let options = InvestigateOptions {
+        max_tool_calls: exactly,
+        ..InvestigateOptions::default()
+    };
+    let update = investigate::investigate(&source, &input(CRASH_ALERT), &options).await;
+    assert_eq!(calls(&update), exactly, "nothing more was asked");
+    assert!(
+        update.missing.iter().any(|m| m
+            .reason
+            .contains(&format!("whole tool-call budget ({exactly} calls)"))),
+        "{:?}",
+        update.missing
+    );
+    // With a call to spare, nothing is said.
+    let source = crash_world();
+    let options = InvestigateOptions {
+        max_tool_calls: exactly + 1,
+        ..InvestigateOptions::default()
+    };
+    let update = investigate::investigate(&source, &input(CRASH_ALERT), &options).await;
+    assert!(
+        !update
+            .missing
+            .iter()
+            .any(|m| m.reason.contains("tool-call budget"))
+    );
+}
