@@ -14,31 +14,34 @@ use tokio::process::Command;
 /// must shrink when they are fixed).
 const EXPECT_FAIL: &[&str] = &[
     // Each is an honest ask or a partial answer, never a wrong cause (the run fails on one).
-    // The walk never lists the pods on a full node, so the chatty one is not found.
+    // The full node's pods are not listed (the alert names no namespace), and a pod writing
+    // debug logs to a hostPath the kubelet does not count is not a finding.
     "node-filesystem-full-debug-logs",
     // Needs the database's replication-slot metrics and a time-to-full estimate.
     "pvc-filling-up-replication-slot",
-    // The cases below are one link further than the plan reads (issue 22); each asks.
-    // The other end of a dependency is read only when a client's error names it (a refused
-    // connection, a refusal in the server's own words); these clients log a slow query or
-    // cache misses.
+    // The clients log a slow query or cache misses, which name no dependency to follow; the
+    // lock holder (a VACUUM FULL's backend) is named only in the database's own log.
     "hpa-maxed-consequence-of-db-lock",
     "stale-oom-restart-days-ago-redis-maxmemory",
-    // The node is read only when pods pending, evicted or not ready point at it, or several
-    // failing pods share it; here an old revision's failure does not, and no detector reads a
-    // node's clock skew. The eviction case names the node under memory pressure, but its next
-    // steps still tune the probe (`initialDelaySeconds`), which the evidence contradicts.
+    // Only one replica's node has a skewed clock: nothing points the walk at that node, and no
+    // detector reads `node_timex_offset_seconds`.
     "old-failed-revision-herring-node-clock-skew",
-    // Where extra load comes from (a Job inside the cluster) is not looked for.
-    // Recovered, but not recognisable: the alert carries no expression to re-run (a
-    // description only).
+    // Recovered, but the alert carries no expression to re-run (a description only).
     "recovered-latency-blip-hikari-warning",
-    // Scenarios written for issue 22 from the evidence alone, not yet answered: each asks or
-    // answers in part (the other end of a dependency, a node or revision the failing pods
-    // share, a spec field, a subject outside the cluster, a quieter error line).
+    // The table's throttling is found and its clients too (by the ConfigMap that names it),
+    // but the step in the table's metrics is too near the end of a thinned 6 h range to be
+    // dated, so the backfill Job that started with it is not tied to it, and a client being
+    // throttled does not account for a throttling alert by itself.
     "dynamodb-carts-write-throttling-ttl-backfill-job",
+    // The identity provider is reached by an external host name that an ingress routes to a
+    // Service with no endpoints; the scenario has no Ingress object, only the controller's
+    // log, so the host is not followed into the cluster.
     "partner-portal-login-502-keycloak-stale-changelog-lock",
+    // The pod that mounts the filling claim is found and its log quoted, but a job retried
+    // with its work dirs kept is no finding.
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
+    // The alert's own expression divides two series and compares; the lab answers PromQL by
+    // selecting series, not by evaluating the division, so the recovery is not seen.
     "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
     "recovered-tiles-api-memory-prewarm-oom-days-ago",
 ];
