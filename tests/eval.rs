@@ -40,10 +40,6 @@ const EXPECT_FAIL: &[&str] = &[
     // The pod that mounts the filling claim is found and its log quoted, but a job retried
     // with its work dirs kept is no finding.
     "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
-    // The alert's own expression divides two series and compares; the lab answers PromQL by
-    // selecting series, not by evaluating the division, so the recovery is not seen.
-    "recovered-pv-filling-billing-pg-temp-spill-auth-noise",
-    "recovered-tiles-api-memory-prewarm-oom-days-ago",
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

@@ -488,12 +488,40 @@ pub enum Threshold {
     Below(f64),
 }
 
+/// An expression up to its first `and`, `unless` or `or` outside parentheses.
+fn first_term(expression: &str) -> &str {
+    let mut depth = 0i32;
+    let bytes = expression.as_bytes();
+    for (i, c) in expression.char_indices() {
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth -= 1,
+            _ if depth == 0 && i > 0 && bytes[i - 1].is_ascii_whitespace() => {
+                let rest = &expression[i..];
+                if ["and ", "unless ", "or ", "and(", "unless(", "or("]
+                    .iter()
+                    .any(|w| rest.starts_with(w))
+                {
+                    return &expression[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    expression
+}
+
 impl Threshold {
-    /// The comparison an expression ends with (`… > 0.05`, `… < 1`), if any.
+    /// The comparison an expression ends with (`… > 0.05`, `… < 1`), if any; for a rule that
+    /// filters its first term with `and` / `unless` / `or` (`a / b < 0.03 and used > 0 unless
+    /// … == 1`), the first term's.
     pub fn of_expression(expression: &str) -> Option<Self> {
         static TAIL: std::sync::LazyLock<regex::Regex> =
             regex!(r"(>=|<=|>|<)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*\)?\s*$");
-        let caps = TAIL.captures(expression.trim())?;
+        let first = first_term(expression);
+        let caps = TAIL
+            .captures(first.trim())
+            .or_else(|| TAIL.captures(expression.trim()))?;
         let value: f64 = caps[2].parse().ok()?;
         Some(match &caps[1] {
             ">" | ">=" => Threshold::Above(value),

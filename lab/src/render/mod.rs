@@ -21,6 +21,7 @@
 //! each query language; `args` reads tool arguments.
 
 mod args;
+mod evaluate;
 mod grafana;
 mod kubernetes;
 mod logql;

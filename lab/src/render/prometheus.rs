@@ -2,9 +2,13 @@
 //! series a query selects, sampled at the query's step (a matrix) or at one instant (a vector).
 //!
 //! A query equal to an entry's `query` (whitespace aside) answers with those entries only, as
-//! written. Otherwise the answer is leniently every series whose metric the query selects
-//! (`promql::selects`), labelled with `__name__`: functions and aggregations are not
-//! evaluated, the raw series come back.
+//! written. An alert rule's arithmetic over gauges (ratios, comparisons, `and` / `unless`,
+//! aggregations, no ranges or functions) is evaluated as Prometheus would (`evaluate.rs`).
+//! Otherwise the answer is leniently every series whose metric the query selects
+//! (`promql::selects`), labelled with `__name__`: functions and ranges are not evaluated, the
+//! raw series come back.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
@@ -56,6 +60,40 @@ fn matching<'a>(scenario: &'a Scenario, query: &str) -> Vec<(Value, &'a MetricSp
         .collect()
 }
 
+/// One answered series: its labels and its (time, value) points.
+type Answered = (Value, Vec<(DateTime<Utc>, f64)>);
+
+/// The series an alert rule's arithmetic over gauges evaluates to at `times` (a ratio compared
+/// to a threshold, filtered with `and` / `unless`), as Prometheus would answer it; `None` when
+/// the query is not one evaluated here ([`super::evaluate`]), or an entry answers it as written.
+fn evaluated(scenario: &Scenario, query: &str, times: &[DateTime<Utc>]) -> Option<Vec<Answered>> {
+    let wanted = squash(query);
+    if scenario
+        .spec
+        .metrics
+        .iter()
+        .any(|m| m.query.as_deref().is_some_and(|q| squash(q) == wanted))
+    {
+        return None;
+    }
+    let specs: Vec<&MetricSpec> = scenario.spec.metrics.iter().collect();
+    let series: Vec<(String, BTreeMap<String, String>)> = specs
+        .iter()
+        .map(|m| series_of(m).unwrap_or_default())
+        .collect();
+    let value_at = |i: usize, t: usize| specs[i].value_at(scenario, times[t]);
+    let result = super::evaluate::evaluate(query, &series, &value_at, times.len())?;
+    Some(
+        result
+            .into_iter()
+            .map(|(labels, points)| {
+                let points = points.into_iter().map(|(t, v)| (times[t], v)).collect();
+                (json!(labels), points)
+            })
+            .collect(),
+    )
+}
+
 /// `execute_range_query` {query, start, end, step}.
 pub fn execute_range_query(scenario: &Scenario, args: &Map<String, Value>) -> Rendered {
     let query = required(args, "query")?;
@@ -79,6 +117,25 @@ pub fn execute_range_query(scenario: &Scenario, args: &Map<String, Value>) -> Re
     }
     if (end - start).num_milliseconds() / step.num_milliseconds().max(1) > MAX_POINTS {
         return Err("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into());
+    }
+    let mut times = Vec::new();
+    let mut t = start;
+    while t <= end {
+        times.push(t);
+        t += step;
+    }
+    if let Some(series) = evaluated(scenario, query, &times) {
+        let result: Vec<Value> = series
+            .into_iter()
+            .map(|(labels, points)| {
+                let values: Vec<Value> = points
+                    .into_iter()
+                    .map(|(t, v)| json!([t.timestamp(), format_value(v)]))
+                    .collect();
+                json!({"metric": labels, "values": values})
+            })
+            .collect();
+        return Ok(json!({"resultType": "matrix", "result": result}).to_string());
     }
     let mut result = Vec::new();
     for (labels, metric) in matching(scenario, query) {
@@ -107,6 +164,16 @@ pub fn execute_query(scenario: &Scenario, args: &Map<String, Value>) -> Rendered
         _ => time_arg(args, "time")?,
     };
     let at: DateTime<Utc> = given.unwrap_or_else(Utc::now);
+    if let Some(series) = evaluated(scenario, query, &[at]) {
+        let result: Vec<Value> = series
+            .into_iter()
+            .filter_map(|(labels, points)| {
+                let (_, v) = points.first()?;
+                Some(json!({"metric": labels, "value": [at.timestamp(), format_value(*v)]}))
+            })
+            .collect();
+        return Ok(json!({"resultType": "vector", "result": result}).to_string());
+    }
     let result: Vec<Value> = matching(scenario, query)
         .into_iter()
         .filter_map(|(labels, metric)| {

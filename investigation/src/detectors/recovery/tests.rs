@@ -362,3 +362,23 @@ fn a_statefulset_whole_again_for_a_while_is_dated_by_its_pods_and_answers_the_al
     let findings = crate::detectors::run_detectors(&early, &ctx);
     assert!(!find(&findings, Kind::Recovered).verified);
 }
+
+#[test]
+fn a_rule_filtered_with_and_unless_fires_on_its_first_terms_comparison() {
+    use crate::detectors::Threshold;
+    let filling = "(kubelet_volume_stats_available_bytes{job=\"kubelet\"} / kubelet_volume_stats_capacity_bytes{job=\"kubelet\"}) < 0.03 and kubelet_volume_stats_used_bytes{job=\"kubelet\"} > 0 unless on (namespace, persistentvolumeclaim) kube_persistentvolumeclaim_access_mode{access_mode=\"ReadOnlyMany\"} == 1";
+    assert_eq!(
+        Threshold::of_expression(filling),
+        Some(Threshold::Below(0.03))
+    );
+    assert_eq!(
+        Threshold::of_expression("sum(rate(errors[5m])) / sum(rate(requests[5m])) > 0.05"),
+        Some(Threshold::Above(0.05))
+    );
+    // An `and` inside parentheses is not the rule's top level.
+    assert_eq!(
+        Threshold::of_expression("(a > 1 and b) > 4"),
+        Some(Threshold::Above(4.0))
+    );
+    assert_eq!(Threshold::of_expression("up == 0"), None);
+}
