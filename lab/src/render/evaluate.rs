@@ -459,6 +459,19 @@ fn eval(expr: &Expr, select: &dyn Fn(&Selector) -> Vector) -> Value {
     }
 }
 
+/// Every selector of an expression.
+fn selectors_of<'e>(expr: &'e Expr, found: &mut dyn FnMut(&'e Selector)) {
+    match expr {
+        Expr::Number(_) => {}
+        Expr::Select(s) => found(s),
+        Expr::Aggregate { inner, .. } => selectors_of(inner, found),
+        Expr::Binary { left, right, .. } => {
+            selectors_of(left, found);
+            selectors_of(right, found);
+        }
+    }
+}
+
 /// The series `query` evaluates to at each of `times`, when it is in the subset evaluated
 /// here; `series` are the scenario's (labels without `__name__`, name, value at a time).
 pub(crate) fn evaluate(
@@ -468,14 +481,28 @@ pub(crate) fn evaluate(
     times: usize,
 ) -> Option<Evaluated> {
     let expr = parse(query)?;
+    // Which series each selector picks, decided once (a regex matcher compiles per test).
+    let mut picked: Vec<(&Selector, Vec<usize>)> = Vec::new();
+    selectors_of(&expr, &mut |s| {
+        let indices = series
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, labels))| selects(s, name, labels))
+            .map(|(i, _)| i)
+            .collect();
+        picked.push((s, indices));
+    });
     let mut out: BTreeMap<Labels, Vec<(usize, f64)>> = BTreeMap::new();
     for t in 0..times {
         let select = |s: &Selector| -> Vector {
-            series
+            picked
                 .iter()
-                .enumerate()
-                .filter(|(_, (name, labels))| selects(s, name, labels))
-                .filter_map(|(i, (name, labels))| {
+                .find(|(p, _)| std::ptr::eq(*p, s))
+                .map(|(_, indices)| indices.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|&i| {
+                    let (name, labels) = &series[i];
                     let mut labels = labels.clone();
                     labels.insert("__name__".into(), name.clone());
                     value_at(i, t).map(|v| (labels, v))
