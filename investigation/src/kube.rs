@@ -200,19 +200,23 @@ pub fn scale_target_of(text: &str) -> Option<(String, String)> {
     }
 }
 
+/// The name of an object's owner of `kind` (its `ownerReferences`).
+pub fn owner_of<'v>(object: &'v Value, kind: &str) -> Option<&'v str> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|o| str_at(o, "/kind") == Some(kind))
+        .and_then(|o| str_at(o, "/name"))
+}
+
 /// The Jobs a CronJob created, newest first, from a Job list.
 pub fn jobs_of_cronjob(text: &str, cronjob: &str) -> Vec<String> {
     let mut jobs: Vec<(String, String)> = objects(text)
         .iter()
         .filter(|job| {
-            let owned = job
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|owners| {
-                    owners.iter().any(|o| {
-                        str_at(o, "/kind") == Some("CronJob") && str_at(o, "/name") == Some(cronjob)
-                    })
-                });
+            let owned = owner_of(job, "CronJob") == Some(cronjob);
             owned || str_at(job, "/metadata/name").is_some_and(|n| is_generated_from(n, cronjob))
         })
         .filter_map(|job| {
@@ -359,7 +363,8 @@ pub fn pod_of(text: &str, name: &str) -> Option<PodInfo> {
     describe_pod(text, name)
 }
 
-fn pod_from_object(pod: &Value) -> Option<PodInfo> {
+/// A pod object's facts (a parsed `pods_get` / list item), as [`pods_in_list`] reads each.
+pub fn pod_from_object(pod: &Value) -> Option<PodInfo> {
     let name = str_at(pod, "/metadata/name")?.to_string();
     let statuses = |key: &str, init: bool| -> Vec<ContainerInfo> {
         pod.pointer(&format!("/status/{key}"))

@@ -185,14 +185,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             if out.iter().any(|f| f.resource().as_deref() == Some(name)) {
                 continue;
             }
-            let cronjob = job
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .find(|o| kube::str_at(o, "/kind") == Some("CronJob"))
-                .and_then(|o| kube::str_at(o, "/name"))
-                .map(str::to_string);
+            let cronjob = kube::owner_of(job, "CronJob").map(str::to_string);
             let quote = evidence
                 .excerpt
                 .lines()

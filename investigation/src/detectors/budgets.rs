@@ -18,7 +18,9 @@ use chrono::{DateTime, Duration, Utc};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::series::{QuotedSeries, Unit, all_series, format_amount, items, quotes, short_name};
+use super::series::{
+    QuotedSeries, Unit, all_series, format_amount, is_dimension, items, quotes, short_name,
+};
 use super::{
     Confidence, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
 };
@@ -151,12 +153,16 @@ fn resource_of(series: &QuotedSeries<'_>) -> String {
     let labels = &series.series.labels;
     labels
         .iter()
-        .find(|(k, v)| k.starts_with("dimension_") && !v.is_empty())
+        .find(|(k, v)| is_dimension(k) && !v.is_empty())
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| short_name(labels))
 }
 
-fn exhausted(series: &QuotedSeries<'_>, alert: Option<DateTime<Utc>>) -> Option<(f64, f64, usize)> {
+/// The reserve it held, when it was spent, and the indices of both points.
+fn exhausted(
+    series: &QuotedSeries<'_>,
+    alert: Option<DateTime<Utc>>,
+) -> Option<(f64, f64, [usize; 2])> {
     let points = &series.series.points;
     let (peak_at, reserve) = points
         .iter()
@@ -172,7 +178,7 @@ fn exhausted(series: &QuotedSeries<'_>, alert: Option<DateTime<Utc>>) -> Option<
         && points.len() - first_spent >= STAYED;
     let at = points[first_spent].0;
     let before_alert = alert.is_none_or(|a| at <= (a + GRACE).timestamp() as f64);
-    (stayed && before_alert).then_some((reserve, at, first_spent))
+    (stayed && before_alert).then_some((reserve, at, [peak_at, first_spent]))
 }
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
@@ -185,15 +191,9 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 .is_some_and(|n| BUDGET.is_match(n))
         })
         .filter_map(|(item, _, series)| {
-            let (reserve, at, index) = exhausted(series, round.ctx.alert_start)?;
+            let (reserve, at, anchors) = exhausted(series, round.ctx.alert_start)?;
             let spent_at = DateTime::from_timestamp(at as i64, 0)?;
             let name = series.series.labels.get("__name__")?;
-            let peak = series
-                .series
-                .points
-                .iter()
-                .position(|(_, v)| *v == reserve)
-                .unwrap_or(0);
             Some(
                 Finding::new(
                     BudgetExhausted {
@@ -207,7 +207,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                     true,
                 )
                 .dated(Some(spent_at))
-                .citing(quotes(item.evidence, series, &[peak, index])),
+                .citing(quotes(item.evidence, series, &anchors)),
             )
         })
         .collect()

@@ -593,7 +593,7 @@ pub fn is_service_level(target: &AlertTarget) -> bool {
     }
     // A managed resource's own alert (its exporter's dimension labels): its clients' repeated
     // failures toward it are what it measures.
-    if target.labels.keys().any(|k| k.starts_with("dimension_")) {
+    if target.labels.keys().any(|k| series::is_dimension(k)) {
         return true;
     }
     let words = alert_words(target);

@@ -369,18 +369,17 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         }
         for (state, dependency, count, index, line, re) in seen {
             let quote = quote_deciding(line, re);
-            let (verified, confidence) = if state.is_an_answer() {
+            let stuck = || {
+                matches!(round.ctx.symptom, Symptom::JobFailed | Symptom::Unavailable)
+                    && scan.ends_stuck_on(|l| refused(l).is_some_and(|(s, _)| s == state))
+            };
+            let (verified, confidence) = match if state.is_an_answer() {
                 scan.answer_strength(index, heard_repeats)
             } else {
                 scan.class_strength(index, class_repeats)
-            };
-            let stuck = !verified
-                && matches!(round.ctx.symptom, Symptom::JobFailed | Symptom::Unavailable)
-                && scan.ends_stuck_on(|l| refused(l).is_some_and(|(s, _)| s == state));
-            let (verified, confidence) = if stuck {
-                (true, Confidence::Medium)
-            } else {
-                (verified, confidence)
+            } {
+                (false, _) if stuck() => (true, Confidence::Medium),
+                strength => strength,
             };
             findings.push(
                 Finding::new(

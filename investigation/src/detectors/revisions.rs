@@ -258,17 +258,6 @@ struct Revision<'a> {
     text: &'a str,
 }
 
-/// The owner of `kind` an object names.
-fn owner_of<'v>(object: &'v Value, kind: &str) -> Option<&'v str> {
-    object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|o| kube::str_at(o, "/kind") == Some(kind))
-        .and_then(|o| kube::str_at(o, "/name"))
-}
-
 fn number(value: &Value) -> Option<u64> {
     match value {
         Value::String(s) => s.trim().parse().ok(),
@@ -286,13 +275,11 @@ impl<'a> Revision<'a> {
             "ReplicaSet" => {
                 let revision =
                     object.pointer("/metadata/annotations/deployment.kubernetes.io~1revision")?;
-                let deployment =
-                    owner_of(object, "Deployment")
-                        .map(str::to_string)
-                        .or_else(|| {
-                            kube::str_at(object, "/metadata/name")
-                                .and_then(kube::deployment_of_name)
-                        })?;
+                let deployment = kube::owner_of(object, "Deployment")
+                    .map(str::to_string)
+                    .or_else(|| {
+                        kube::str_at(object, "/metadata/name").and_then(kube::deployment_of_name)
+                    })?;
                 Some(Self {
                     deployment,
                     kind: "Deployment",
@@ -305,7 +292,7 @@ impl<'a> Revision<'a> {
                 })
             }
             "ControllerRevision" => Some(Self {
-                deployment: owner_of(object, "StatefulSet")?.to_string(),
+                deployment: kube::owner_of(object, "StatefulSet")?.to_string(),
                 kind: "StatefulSet",
                 number: number(object.get("revision")?)?,
                 template: object.pointer("/data/spec/template/spec")?,
@@ -444,9 +431,8 @@ fn failing(round: &Round<'_>, revision: &Revision<'_>) -> bool {
     round.pods().into_iter().any(|(evidence, pod)| {
         let now = round.ctx.alert_start.unwrap_or(evidence.fetched_at);
         revision.runs(pod)
-            && kube::pods_in_list(&pod.to_string())
-                .first()
-                .is_some_and(|info| super::siblings::failing_now(info, Some(pod), now).is_some())
+            && kube::pod_from_object(pod)
+                .is_some_and(|info| super::siblings::failing_now(&info, Some(pod), now).is_some())
     })
 }
 

@@ -833,7 +833,7 @@ fn read_pods<'a>(round: &'a Round<'_>) -> Vec<Pod<'a>> {
             evidence.capability,
             Capability::PodDescribe | Capability::ObjectGet
         ) && is_pod(object)
-            && let Some(info) = pod_info(object)
+            && let Some(info) = kube::pod_from_object(object)
         {
             push(info, Some(object), evidence, &evidence.excerpt);
         }
@@ -861,7 +861,7 @@ fn read_pods<'a>(round: &'a Round<'_>) -> Vec<Pod<'a>> {
                 }
                 for (_, text, object) in items {
                     if is_pod(object)
-                        && let Some(info) = pod_info(object)
+                        && let Some(info) = kube::pod_from_object(object)
                     {
                         push(info, Some(object), evidence, text);
                     }
@@ -878,11 +878,6 @@ fn is_pod(object: &Value) -> bool {
         Some(kind) => kind == "Pod",
         None => object.pointer("/spec/containers").is_some(),
     }
-}
-
-/// A pod object's facts, as [`kube`] reads a pod list.
-fn pod_info(object: &Value) -> Option<PodInfo> {
-    kube::pods_in_list(&object.to_string()).into_iter().next()
 }
 
 /// The Nodes the round's object views hold, each from its own item.

@@ -265,7 +265,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             // A raw counter only ever climbs: its "step" is the counter counting. A CloudWatch
             // exporter's series (its `dimension_*` labels) is a statistic per period whatever
             // its name (`…_sum` is the Sum statistic), never a counter.
-            let cloudwatch = s.labels.keys().any(|k| k.starts_with("dimension_"));
+            let cloudwatch = s.labels.keys().any(|k| super::series::is_dimension(k));
             let raw_counter = !rated
                 && !cloudwatch
                 && s.labels.get("__name__").is_some_and(|n| {

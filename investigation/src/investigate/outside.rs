@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use chrono::Duration;
 use firstline_alert::AlertTarget;
 
+use crate::detectors::series::is_dimension;
 use crate::kube::{self, PodInfo, pods_in_list, rank_pods};
 use crate::state::IncidentState;
 use crate::tools::{CapabilityRequest, EvidenceSource};
@@ -33,7 +34,7 @@ pub fn identifiers(target: &AlertTarget) -> Vec<(String, String)> {
     target
         .labels
         .iter()
-        .filter(|(key, value)| key.starts_with("dimension_") && !value.is_empty())
+        .filter(|(key, value)| is_dimension(key) && !value.is_empty())
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect()
 }
@@ -232,7 +233,7 @@ async fn configured_clients<E: EvidenceSource>(
         rank_pods(&mut infos);
         let mut workloads: Vec<String> = Vec::new();
         for pod in infos {
-            let workload = crate::kube::deployment_of(&pod).unwrap_or_else(|| pod.name.clone());
+            let workload = kube::deployment_of(&pod).unwrap_or_else(|| pod.name.clone());
             if !workloads.contains(&workload) {
                 workloads.push(workload);
                 // Named, not listed: each client is read, troubled or not.

@@ -416,6 +416,12 @@ pub fn subject(series: &QuotedSeries) -> String {
     }
 }
 
+/// Whether a label is a CloudWatch dimension as exporters (YACE, the CloudWatch exporter) write
+/// them: `dimension_QueueName`, `dimension_DBInstanceIdentifier`.
+pub fn is_dimension(label: &str) -> bool {
+    label.starts_with("dimension_")
+}
+
 /// The name and the labels that identify a workload, without cAdvisor's long `id`s.
 pub fn short_name(labels: &BTreeMap<String, String>) -> String {
     let name = labels.get("__name__").map_or("series", String::as_str);

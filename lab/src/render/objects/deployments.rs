@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::pods::{inherit, pod_active, pod_ready, pod_template};
+use super::pods::{nearest_template, pod_active, pod_ready, pod_template};
 use super::{condition, conditions, controller_ref, insert_count, k8s_hash, rfc3339};
 use crate::render::world::World;
 use crate::scenario::{DeploymentSpec, PodSpec};
@@ -47,21 +47,16 @@ fn revision_template(world: &World, deployment: &DeploymentSpec, number: usize) 
     else {
         return json!({"containers": [{"name": container, "image": null}]});
     };
-    let mut nearest: Vec<usize> = (1..=deployment.revisions.len()).collect();
-    nearest.sort_by_key(|r| (r.abs_diff(number), std::cmp::Reverse(*r)));
-    let mut templates = nearest.into_iter().filter_map(|r| {
-        world
-            .pods_of_revision(deployment, r)
-            .first()
-            .map(|pod| pod_template(pod, &container, image))
-    });
-    let Some(mut template) = templates.next() else {
-        return json!({"containers": [{"name": container, "image": image}]});
-    };
-    for other in templates {
-        inherit(&mut template, &other);
-    }
-    template
+    let templates: Vec<Option<Value>> = (1..=deployment.revisions.len())
+        .map(|r| {
+            world
+                .pods_of_revision(deployment, r)
+                .first()
+                .map(|pod| pod_template(pod, &container, image))
+        })
+        .collect();
+    nearest_template(&templates, number - 1)
+        .unwrap_or_else(|| json!({"containers": [{"name": container, "image": image}]}))
 }
 
 /// The ReplicaSets of a deployment, oldest revision first.

@@ -150,9 +150,23 @@ pub(crate) fn pod_template(pod: &PodSpec, container: &str, image: &str) -> Value
     Value::Object(spec)
 }
 
+/// Revision `i`'s template from `templates` (one per revision in order, `None` where the
+/// scenario lists no pod of it): the nearest revision's that has one, what it leaves unset
+/// filled from the next nearest, and so on; a later revision first among equally near ones.
+pub(crate) fn nearest_template(templates: &[Option<Value>], i: usize) -> Option<Value> {
+    let mut order: Vec<usize> = (0..templates.len()).collect();
+    order.sort_by_key(|j| (j.abs_diff(i), std::cmp::Reverse(*j)));
+    let mut found = order.into_iter().filter_map(|j| templates[j].as_ref());
+    let mut template = found.next()?.clone();
+    for other in found {
+        inherit(&mut template, other);
+    }
+    Some(template)
+}
+
 /// Fills the fields `template` leaves unset (absent, or empty resources) from `other`: pod-level
 /// fields, and each container's by its name.
-pub(crate) fn inherit(template: &mut Value, other: &Value) {
+fn inherit(template: &mut Value, other: &Value) {
     let unset = |v: Option<&Value>| v.is_none_or(|v| v.as_object().is_some_and(Map::is_empty));
     let (Some(own), Some(theirs)) = (template.as_object_mut(), other.as_object()) else {
         return;

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::pods::{inherit, pod_template};
+use super::pods::{nearest_template, pod_template};
 use super::{controller_ref, rfc3339, uid};
 use crate::render::world::World;
 use crate::scenario::{PodSpec, StatefulSetSpec};
@@ -69,12 +69,8 @@ pub(crate) fn controller_revisions(world: &World, set: &StatefulSetSpec) -> Vec<
         .iter()
         .enumerate()
         .filter_map(|(i, name)| {
-            let mut template = templates[i].clone()?;
-            let mut nearest: Vec<usize> = (0..names.len()).filter(|j| *j != i).collect();
-            nearest.sort_by_key(|j| (j.abs_diff(i), std::cmp::Reverse(*j)));
-            for other in nearest.iter().filter_map(|j| templates[*j].as_ref()) {
-                inherit(&mut template, other);
-            }
+            templates[i].as_ref()?;
+            let template = nearest_template(&templates, i)?;
             let created = of(name).iter().map(|p| world.pod_created(p)).min()?;
             let hash = name.rsplit('-').next().unwrap_or(name);
             let mut labels = super::workloads::statefulset_selector(world, &set.namespace, &set.name);
