@@ -26,8 +26,6 @@ const EXPECT_FAIL: &[&str] = &[
     // Only one replica's node has a skewed clock: nothing points the walk at that node, and no
     // detector reads `node_timex_offset_seconds`.
     "old-failed-revision-herring-node-clock-skew",
-    // Recovered, but the alert carries no expression to re-run (a description only).
-    "recovered-latency-blip-hikari-warning",
     // The table's throttling is found and its clients too (by the ConfigMap that names it),
     // but the step in the table's metrics is too near the end of a thinned 6 h range to be
     // dated, so the backfill Job that started with it is not tied to it, and a client being

@@ -28,6 +28,7 @@ mod found;
 pub mod leads;
 mod outside;
 mod pods;
+mod stated;
 pub mod target;
 mod telemetry;
 pub mod walk;

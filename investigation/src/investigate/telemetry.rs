@@ -4,7 +4,8 @@
 //! lines from Loki and slow or failing traces from Tempo.
 //!
 //! The alert's expression is the one its message carries; when it carries none, the standard
-//! catalogue's rule of the same name supplies it with the alert's labels substituted. Windows:
+//! catalogue's rule of the same name supplies it with the alert's labels substituted, and
+//! failing that the latency quantile the alert's words state (`stated.rs`). Windows:
 //! 6 h by default, 48 h for memory, restarts and filling-up alerts (the catalogue says which), so
 //! a leak that grew for two days does not look like a spike.
 
@@ -268,7 +269,8 @@ pub async fn gather<E: EvidenceSource>(
 }
 
 /// The alert's own expression, narrowed to the alert's labels (the rule's expression covers
-/// every series; the alert is about one), or the catalogue's for its name; with whose it is.
+/// every series; the alert is about one), or the catalogue's for its name, or the latency
+/// quantile its words state; with whose it is.
 pub fn alert_expression(target: &AlertTarget) -> Option<(String, &'static str)> {
     let rule = target.alertname.as_deref().and_then(catalogue::lookup);
     target
@@ -286,6 +288,14 @@ pub fn alert_expression(target: &AlertTarget) -> Option<(String, &'static str)> 
                 (
                     catalogue::expression_for(r, &target.labels),
                     "the catalogue's expression for this alert, with its labels",
+                )
+            })
+        })
+        .or_else(|| {
+            super::stated::latency_expression(target).map(|q| {
+                (
+                    q,
+                    "the latency quantile the alert states, over its service's request histogram",
                 )
             })
         })
