@@ -7,6 +7,10 @@
 //! one): its world is served by the lab MCP server in-process on a random port and the round
 //! runs against it over real MCP with the `lab` profile, as `firstline eval` does.
 //!
+//! `--ask TEXT` stands for a person's mention in the thread ("check payments-db", "is it the
+//! deploy?"): the round starts from the object it names (the plan says so) and the reply's first
+//! line answers its question.
+//!
 //! `--model` runs the finished round through the model path (`[llm]`, the configured
 //! OpenAI-compatible endpoint) over the same tools and prints the refined text instead (with
 //! `--json`, the refined result, whose `model` says what the model did or why it fell back);
@@ -27,6 +31,7 @@ use firstline_embed::Embedder;
 use firstline_investigation::investigate::render_plan;
 use firstline_investigation::model_path::{ModelPath, refine};
 use firstline_investigation::model_run::ModelRun;
+use firstline_investigation::steer::{self, Steering};
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, Memory, RoundResult, build_incident_graph,
@@ -34,7 +39,7 @@ use firstline_investigation::{
 };
 use firstline_lab::Scenario;
 use firstline_llm::MemoryCache;
-use firstline_model::ThreadContext;
+use firstline_model::{MentionSignal, ThreadContext};
 use firstline_store::PgPool;
 
 use crate::eval::model_path;
@@ -69,6 +74,9 @@ pub struct Args {
     /// Refine the round with the model path (`[llm]`) and print the refined result.
     #[arg(long)]
     model: bool,
+    /// A person's mention the round answers ("check payments-db", "is it the deploy?").
+    #[arg(long, value_name = "TEXT")]
+    ask: Option<String>,
 }
 
 pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
@@ -87,12 +95,28 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let team = args.team.clone();
+    let steering = match args.ask.as_deref() {
+        Some(text) => Some(
+            steer::read(&[MentionSignal {
+                user: "cli".into(),
+                text: text.to_string(),
+                ts: String::new(),
+            }])
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--ask {text:?} names no object to look at and asks no hypothesis \
+                     (try \"check NAME\" or \"is it the deploy?\")"
+                )
+            })?,
+        ),
+        None => None,
+    };
     let done = match (&args.scenario, &args.alert_file) {
         (Some(name), _) => {
-            investigate_scenario(&settings, pool, embedder, name, team, model).await?
+            investigate_scenario(&settings, pool, embedder, name, team, model, steering).await?
         }
         (None, Some(file)) => {
-            investigate_alert(&settings, pool, embedder, file, team, model).await?
+            investigate_alert(&settings, pool, embedder, file, team, model, steering).await?
         }
         (None, None) => anyhow::bail!("give --alert-file or --scenario"),
     };
@@ -125,6 +149,7 @@ async fn investigate_scenario(
     name: &str,
     team: Option<String>,
     model: Option<ModelPath>,
+    steering: Option<Steering>,
 ) -> anyhow::Result<IncidentState> {
     let dir = resolve_scenario(name)?;
     let scenario = Scenario::load(&dir).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -137,6 +162,7 @@ async fn investigate_scenario(
         run_id,
         model,
         embedder,
+        steering,
     };
     let alert = scenario_alert(&scenario);
     let (round, notes) = investigate_in_lab(&scenario, alert, pool.as_ref(), &team, &options)
@@ -189,6 +215,7 @@ async fn investigate_alert(
     alert_file: &PathBuf,
     team: Option<String>,
     model: Option<ModelPath>,
+    steering: Option<Steering>,
 ) -> anyhow::Result<IncidentState> {
     let text = read_alert(alert_file)?;
     let tools = McpTools::from_settings(&settings.mcp, pool.clone())
@@ -208,7 +235,8 @@ async fn investigate_alert(
         team_id: team,
         ..ThreadContext::default()
     };
-    let input = IncidentState::new(AlertInput::parse(text, Some(chrono::Utc::now())), context);
+    let mut input = IncidentState::new(AlertInput::parse(text, Some(chrono::Utc::now())), context);
+    input.steering = steering;
     let outcome = run_round(&graph, input).await;
     // The model path reads the finished round over the same tools, within what is left of the
     // round's budget.

@@ -1,6 +1,7 @@
 //! The schema: every migration applies to an empty database, twice is a no-op, and each unique
 //! constraint, foreign key and check the invariants rely on refuses a violating row.
 
+use firstline_model::Question;
 use firstline_store::{PgPool, migrate};
 use firstline_testkit::{connect, empty_db};
 
@@ -377,11 +378,22 @@ async fn round_outlines_are_backfilled_from_rounds_committed_before_they_existed
     )
     .await;
     migrate(&pool, &url).await.expect("the rest");
-    let outlines: Vec<(String, Option<String>, String, Vec<String>)> =
-        sqlx::query_as("SELECT headline, cause, text, questions FROM rounds ORDER BY number")
+    // The questions moved on to typed `asked` (0012): plain strings read back as free text.
+    type Outline = (
+        String,
+        Option<String>,
+        String,
+        sqlx::types::Json<Vec<Question>>,
+    );
+    let outlines: Vec<Outline> =
+        sqlx::query_as("SELECT headline, cause, text, asked FROM rounds ORDER BY number")
             .fetch_all(&pool)
             .await
             .unwrap();
+    let outlines: Vec<_> = outlines
+        .into_iter()
+        .map(|(h, c, t, asked)| (h, c, t, asked.0))
+        .collect();
     assert_eq!(
         outlines,
         [
@@ -390,8 +402,14 @@ async fn round_outlines_are_backfilled_from_rounds_committed_before_they_existed
                 String::new(),
                 None,
                 "asked".into(),
-                vec!["which pod?".into(), "which env?".into()]
+                vec![Question::free("which pod?"), Question::free("which env?")]
             ),
         ]
     );
+    // Its latest round asked: the thread awaits an answer.
+    let awaiting: bool = sqlx::query_scalar("SELECT awaiting_answer FROM threads")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(awaiting);
 }

@@ -95,7 +95,7 @@ async fn an_alert_gets_one_grounded_summary_in_its_thread_and_chatter_wakes_noth
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn questions_then_the_answer_gives_a_grounded_second_round() {
+async fn questions_then_an_answer_in_own_words_without_a_mention_gives_a_grounded_second_round() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     app.start_worker(None).await;
     // An alert that does not say which pod.
@@ -110,21 +110,37 @@ async fn questions_then_the_answer_gives_a_grounded_second_round() {
     assert_eq!(asked.len(), 1);
     assert!(asked[0].text.contains('?'), "{}", asked[0].text);
 
-    let answer = "it's this one:\nnamespace=payments\npod=payments-api-6d8f7b9c4-x2x7q";
-    app.say(&alert, &mention(answer)).await;
+    // A reply in the thread, no mention, no labels: the asked question reads it.
+    let answer = "I think it's the payments-api one";
+    app.say(&alert, answer).await;
     let rounds = app.wait_rounds(&alert, 2, ROUND).await;
     assert_eq!(rounds.len(), 2);
     assert!(rounds[1].grounded, "{rounds:?}");
-    assert_expected(&app, rounds[1].text.as_deref().unwrap_or_default());
+    let text = rounds[1].text.as_deref().unwrap_or_default();
+    assert_expected(&app, text);
+    assert!(
+        text.contains("*From the thread*") && text.contains("`payments-api`"),
+        "the reply says what it took from the answer:\n{text}"
+    );
     assert_eq!(
         rounds[0].run_id, rounds[1].run_id,
-        "the waiting run took the mention"
+        "the waiting run took the answer"
     );
 
-    // Round 2 saw the answer, round 1's questions and its summary.
+    // Round 2 saw the answer, round 1's questions (typed) and its summary.
     let input = app.round_input(&alert, 2).await;
     let answers = input["context"]["human_answers"].to_string();
-    assert!(answers.contains("namespace=payments"), "{answers}");
+    assert!(answers.contains("payments-api one"), "{answers}");
+    assert_eq!(
+        input["context"]["open_questions"][0]["kind"], "workload",
+        "{}",
+        input["context"]["open_questions"]
+    );
+    assert_eq!(
+        input["answers"][0]["reading"]["name"], "payments-api",
+        "{}",
+        input["answers"]
+    );
     assert_eq!(
         input["context"]["earlier_rounds"].as_array().map(Vec::len),
         Some(1)
@@ -180,6 +196,12 @@ async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a
             "round 2 saw `{text}`: {conversation}"
         );
     }
+    // Round 2's reply answers the question a mention asked, first, from the evidence.
+    let answered = rounds[1].text.as_deref().unwrap_or_default();
+    assert!(
+        answered.starts_with("*Is it the deploy? Possibly: revision 2 of `payments-api`"),
+        "{answered}"
+    );
 
     // After the run closed, a mention starts a new run that rebuilds the thread from Postgres.
     app.say(&alert, &mention("and now?")).await;

@@ -35,7 +35,7 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
     let verdict = if result.grounded {
         "grounded: every claim's quote was found in its evidence"
     } else {
-        "not grounded yet: answer in this thread and mention me"
+        "not grounded yet: reply in this thread to answer"
     };
     let evidence = match result.evidence.len() {
         0 => "no evidence".to_string(),

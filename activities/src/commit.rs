@@ -32,7 +32,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     let inserted: Option<(i64,)> = sqlx::query_as(
         "INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result,
                              tool_calls, model_calls, prompt_tokens, completion_tokens,
-                             headline, cause, text, questions)
+                             headline, cause, text, asked)
          SELECT $1, $2, $3, $4,
                 coalesce((SELECT min(created_at) FROM round_checkpoints
                            WHERE thread_id = $1 AND round = $2), now()),
@@ -53,7 +53,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     .bind(headline(&result))
     .bind(first_cause(&result))
     .bind(&result.text)
-    .bind(&result.questions)
+    .bind(sqlx::types::Json(&result.questions))
     .fetch_optional(&mut *tx)
     .await?;
     let Some((round_id,)) = inserted else {
@@ -75,11 +75,16 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
         insert_evidence(&mut tx, round_id, evidence).await?;
     }
     insert_claims(&mut tx, round_id, &result, &[]).await?;
+    // The latest round decides whether the thread awaits an answer (`threads.awaiting_answer`):
+    // a person's reply then wakes the next round without a mention.
     sqlx::query(
-        "UPDATE threads SET rounds = greatest(rounds, $2), last_activity_at = now() WHERE id = $1",
+        "UPDATE threads SET rounds = greatest(rounds, $2), last_activity_at = now(),
+                awaiting_answer = CASE WHEN $2 >= rounds THEN $3 ELSE awaiting_answer END
+          WHERE id = $1",
     )
     .bind(thread_id)
     .bind(round as i32)
+    .bind(awaits_answer(&result))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -95,6 +100,11 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
         grounded: result.grounded,
         inserted: true,
     })
+}
+
+/// Whether a round's reply leaves the thread awaiting an answer: it asked instead of posting.
+pub(crate) fn awaits_answer(result: &RoundResult) -> bool {
+    !result.grounded && !result.questions.is_empty()
 }
 
 /// The report's headline, as the `rounds.headline` column keeps it.

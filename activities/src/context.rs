@@ -75,12 +75,12 @@ pub async fn load_context(
             number: u32::try_from(round.number).unwrap_or(0),
             summary: round_summary(round),
             grounded: round.grounded,
-            questions: round.questions.clone(),
+            questions: round.questions.0.clone(),
         })
         .collect();
     let last = recaps.last();
     let open_questions = match last {
-        Some(round) if !round.grounded => round.questions.clone(),
+        Some(round) if !round.grounded => round.questions.0.clone(),
         _ => Vec::new(),
     };
     // Answers: what people wrote after the last round's reply (or after it was committed, when

@@ -27,12 +27,12 @@ use sqlx::PgPool;
 use tracing::Instrument;
 
 use crate::RoundError;
-use firstline_alert::parse_alert;
+use chrono_tz::Tz;
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, Memory, RECURSION_LIMIT, build_incident_graph,
 };
-use firstline_model::HumanAnswer;
+use firstline_investigation::{answers, steer};
 use firstline_model::faults;
 use firstline_workflows::types::{GraphHeartbeat, GraphOutcome, RunGraphInput};
 
@@ -124,7 +124,7 @@ where
         Some(checkpoint) => (graph.stream(checkpoint.state, RECURSION_LIMIT), 0),
         None => {
             metrics::counter!(crate::metrics::ROUNDS_STARTED).increment(1);
-            let state = initial_state(input);
+            let state = initial_state(input, options.time_zone);
             owner
                 .store(pool, &[], &input_checkpoint(state.clone()))
                 .await?;
@@ -203,32 +203,27 @@ where
     Ok(result)
 }
 
-/// The round's input state: the alert, plus what people answered the bot's questions with
-/// where the alert did not say (a namespace, a pod), so a second round can act on the answer.
-pub fn initial_state(input: &RunGraphInput) -> IncidentState {
-    let text = with_answers(&input.alert.text, &input.context.human_answers);
-    IncidentState::new(
-        AlertInput::parse(text, slack_ts_time(&input.alert.ts)),
-        input.context.clone(),
-    )
-}
-
-/// `alert` followed by the `key=value` labels the answers give that the alert lacks.
-fn with_answers(alert: &str, answers: &[HumanAnswer]) -> String {
-    let known = parse_alert(alert).labels;
-    let mut extra = String::new();
-    for answer in answers {
-        for (key, value) in parse_alert(&answer.text).labels {
-            if !known.contains_key(&key) && !extra.contains(&format!("\n{key}=")) {
-                extra.push_str(&format!("\n{key}={value}"));
-            }
-        }
-    }
-    if extra.is_empty() {
-        alert.to_string()
-    } else {
-        format!("{alert}\n{extra}")
-    }
+/// The round's input state: the alert, with what people answered the last round's questions
+/// read against them (`firstline_investigation::answers`) — a namespace, a workload or pod, a
+/// start time the alert did not say — so the round acts on the answers, and what the round's
+/// mentions ask (`steer`: an object to start from, a hypothesis to answer first); `zone` is the
+/// workspace's time zone for times written in answers.
+pub fn initial_state(input: &RunGraphInput, zone: Tz) -> IncidentState {
+    let mut alert = AlertInput::parse(input.alert.text.clone(), slack_ts_time(&input.alert.ts));
+    let context = &input.context;
+    let answers = answers::read(&context.open_questions, &context.human_answers, zone);
+    alert.target = answers::apply(alert.target, &answers);
+    let mut state = IncidentState::new(alert, context.clone());
+    state.answers = answers;
+    // What the mentions this round answers ask of it (the alert's own wake-up asks nothing).
+    let mentions: Vec<_> = input
+        .mentions
+        .iter()
+        .filter(|m| m.ts != input.alert.ts)
+        .cloned()
+        .collect();
+    state.steering = steer::read(&mentions);
+    state
 }
 
 fn slack_ts_time(ts: &str) -> Option<DateTime<Utc>> {
@@ -402,18 +397,61 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answers_fill_in_labels_the_alert_lacks_and_never_override_it() {
-        let alert = "[FIRING:1] KubePodCrashLooping\nnamespace=payments";
-        let answers = vec![HumanAnswer {
+    fn the_round_starts_from_what_answers_named_and_never_overrides_the_alert() {
+        use firstline_model::{HumanAnswer, Question, QuestionKind, ThreadContext, ThreadKey};
+        let answer = |text: &str| HumanAnswer {
             user: "U1".into(),
-            text: "pod=payments-api-6d8f7b9c4-x2x7q namespace=other".into(),
-            ts: "2.0".into(),
-        }];
-        let combined = with_answers(alert, &answers);
-        let target = parse_alert(&combined);
-        assert_eq!(target.namespace.as_deref(), Some("payments"));
-        assert_eq!(target.pod.as_deref(), Some("payments-api-6d8f7b9c4-x2x7q"));
-        assert_eq!(with_answers(alert, &[]), alert);
+            text: text.into(),
+            ts: "1733140200.000100".into(),
+        };
+        let mut input = RunGraphInput {
+            thread: ThreadKey {
+                team_id: "T1".into(),
+                channel_id: "C1".into(),
+                thread_ts: "1733140000.000100".into(),
+            },
+            thread_id: 1,
+            round: 2,
+            run_id: "r".into(),
+            alert: firstline_workflows::types::AlertMessage {
+                text: "[FIRING:1] CheckoutSlow\nservice=checkout".into(),
+                ts: "1733140000.000100".into(),
+            },
+            context: ThreadContext {
+                open_questions: vec![
+                    Question::of(QuestionKind::Namespace, "Which namespace is `checkout` in?")
+                        .with_choices(["payments".to_string(), "shop".to_string()]),
+                ],
+                human_answers: vec![answer("it's in Payments")],
+                ..ThreadContext::default()
+            },
+            mentions: Vec::new(),
+        };
+        let state = initial_state(&input, chrono_tz::UTC);
+        assert_eq!(state.alert.target.namespace.as_deref(), Some("payments"));
+        assert_eq!(state.alert.target.service.as_deref(), Some("checkout"));
+        assert_eq!(state.answers.len(), 1);
+
+        // Labels in an answer fill in what the alert lacks; what it says stands.
+        input.alert.text = "[FIRING:1] KubePodCrashLooping\nnamespace=payments".into();
+        input.context.human_answers =
+            vec![answer("pod=payments-api-6d8f7b9c4-x2x7q namespace=other")];
+        let state = initial_state(&input, chrono_tz::UTC);
+        assert_eq!(state.alert.target.namespace.as_deref(), Some("payments"));
+        assert_eq!(
+            state.alert.target.pod.as_deref(),
+            Some("payments-api-6d8f7b9c4-x2x7q")
+        );
+        // With no question open, labels are still read; prose is not.
+        input.context.open_questions.clear();
+        let state = initial_state(&input, chrono_tz::UTC);
+        assert_eq!(
+            state.alert.target.pod.as_deref(),
+            Some("payments-api-6d8f7b9c4-x2x7q")
+        );
+        input.context.human_answers = vec![answer("it's in payments")];
+        let state = initial_state(&input, chrono_tz::UTC);
+        assert!(state.answers.is_empty());
     }
 
     async fn thread(pool: &PgPool) -> i64 {

@@ -12,7 +12,7 @@ use std::time::Instant;
 use sqlx::PgPool;
 
 use crate::RoundError;
-use crate::commit::{clamp, first_cause, headline, insert_claims, insert_evidence};
+use crate::commit::{awaits_answer, clamp, first_cause, headline, insert_claims, insert_evidence};
 use crate::graph_run::latest_checkpoint;
 use firstline_investigation::model_path::{ModelPath, refine};
 use firstline_investigation::model_run::ModelRun;
@@ -94,7 +94,7 @@ pub async fn refine_round(
     let mut tx = pool.begin().await?;
     let updated = sqlx::query(
         "UPDATE rounds SET grounded = $2, result = $3, text = $4, headline = $5, cause = $6,
-                questions = $7, tool_calls = $8, model_calls = $9, prompt_tokens = $10,
+                asked = $7, tool_calls = $8, model_calls = $9, prompt_tokens = $10,
                 completion_tokens = $11, model = $12, model_fallback = $13,
                 model_tool_calls = $14, model_latency_ms = $15, refined_at = now()
           WHERE id = $1 AND refined_at IS NULL",
@@ -105,7 +105,7 @@ pub async fn refine_round(
     .bind(&result.text)
     .bind(headline(&result))
     .bind(first_cause(&result))
-    .bind(&result.questions)
+    .bind(sqlx::types::Json(&result.questions))
     .bind(clamp(u64::from(state.usage.tool_calls)))
     .bind(clamp(u64::from(state.usage.model_calls)))
     .bind(clamp(state.usage.prompt_tokens))
@@ -136,6 +136,13 @@ pub async fn refine_round(
         .execute(&mut *tx)
         .await?;
     insert_claims(&mut tx, round_id, &result, &run.dropped_claims).await?;
+    // The model may have asked where the deterministic round posted, or the other way round.
+    sqlx::query("UPDATE threads SET awaiting_answer = $3 WHERE id = $1 AND rounds = $2")
+        .bind(thread_id)
+        .bind(round as i32)
+        .bind(awaits_answer(&result))
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     tracing::info!(
         round_id,

@@ -154,6 +154,25 @@ impl AlertTarget {
             && agree(&self.service, &firing.service)
     }
 
+    /// With `labels` the alert did not carry (what people answered: a namespace, a pod), read as
+    /// if the alert had carried them; a label it has keeps its value.
+    pub fn with_labels(mut self, labels: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut added = false;
+        for (key, value) in labels {
+            if let std::collections::btree_map::Entry::Vacant(slot) = self.labels.entry(key) {
+                slot.insert(value);
+                added = true;
+            }
+        }
+        if !added {
+            return self;
+        }
+        let mut resolved = self.resolve();
+        let mut seen = std::collections::HashSet::new();
+        resolved.notes.retain(|note| seen.insert(note.clone()));
+        resolved
+    }
+
     /// Fills the typed fields from `labels` and `annotations`, derives the workload, and
     /// computes `unknown`. Called by every constructor after it has gathered labels.
     pub(crate) fn resolve(mut self) -> Self {

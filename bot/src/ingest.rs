@@ -3,7 +3,9 @@
 //! the messages cause, if any — [`crate::resolution`]), committed before Slack is acked
 //! (ARCHITECTURE.md, invariants 1–3). A duplicate inserts nothing and is acked like a success.
 //! Alerts and mentions get a `wake` row, except recovery alerts (recorded and published, never
-//! woken).
+//! woken); so does a person's reply in a thread that awaits an answer (`threads.awaiting_answer`:
+//! its latest round asked), mention or not — the first such reply clears the flag in the same
+//! statement, so a second reply does not queue another round.
 //!
 //! A batch is what [`writer`] collected while the previous commit was in flight (group commit):
 //! one statement over arrays, one round trip and one fsync, instead of five statements and an
@@ -11,7 +13,7 @@
 
 pub mod writer;
 
-use crate::message::Incoming;
+use crate::message::{Incoming, Kind};
 use crate::resolution;
 
 use sqlx::PgPool;
@@ -69,7 +71,6 @@ pub async fn record_batch(
     });
     let received_at = chrono::Utc::now();
     let batch = Columns::of(fresh.iter().map(|&i| messages[i]), received_at)?;
-    let wakes: Vec<bool> = batch.wake.iter().map(Option::is_some).collect();
     // Positions in `fresh` (the statement's input order) of the messages that may resolve.
     let resolving: Vec<usize> = (0..fresh.len())
         .filter(|&k| resolution::may_resolve(messages[fresh[k]], bot_user_id))
@@ -80,31 +81,32 @@ pub async fn record_batch(
         false => Some(pool.begin().await?),
     };
     let insert = batch.insert_query();
-    let inserted: Vec<(i64, i64, i64)> = match tx.as_mut() {
+    let inserted: Vec<(i64, i64, i64, bool)> = match tx.as_mut() {
         Some(tx) => insert.fetch_all(&mut **tx).await?,
         None => insert.fetch_all(pool).await?,
     };
-    // (message id, thread id) by input position; `None` where the message was already stored.
+    // (message id, thread id, woke) by input position; `None` where the message was already
+    // stored.
     let mut stored = vec![None; fresh.len()];
-    for (ordinal, message_id, thread_id) in inserted {
+    for (ordinal, message_id, thread_id, woke) in inserted {
         let slot = usize::try_from(ordinal - 1)
             .ok()
             .and_then(|k| stored.get_mut(k))
             .ok_or_else(|| sqlx::Error::Protocol(format!("ordinal {ordinal} out of range")))?;
-        *slot = Some((message_id, thread_id));
+        *slot = Some((message_id, thread_id, woke));
     }
     for (k, &i) in fresh.iter().enumerate() {
-        if let Some((message_id, _)) = stored[k] {
+        if let Some((message_id, _, wakes)) = stored[k] {
             recorded[i] = Recorded::Stored {
                 message_id,
-                wakes: wakes[k],
+                wakes,
                 resolved: None,
             };
         }
     }
     if let Some(mut tx) = tx {
         for k in resolving {
-            let Some((_, thread_id)) = stored[k] else {
+            let Some((_, thread_id, _)) = stored[k] else {
                 continue;
             };
             let i = fresh[k];
@@ -125,6 +127,16 @@ fn wakes(message: &Incoming) -> bool {
     message.kind.wakes() && !resolution::is_recovery_alert(message)
 }
 
+/// Whether a message may answer the thread's pending question: a person's reply in a thread.
+fn may_answer(message: &Incoming) -> bool {
+    message.kind == Kind::Chatter
+        && message.user_id.is_some()
+        && message
+            .thread_ts
+            .as_deref()
+            .is_some_and(|t| t != message.ts)
+}
+
 /// A batch as the columns of the insert statement, in insertion order.
 struct Columns<'a> {
     team_ids: Vec<&'a str>,
@@ -143,6 +155,8 @@ struct Columns<'a> {
     /// The Kafka record, `message_id` filled in by the statement.
     publish: Vec<serde_json::Value>,
     wake: Vec<Option<serde_json::Value>>,
+    /// The wake-up of a reply that wakes only a thread awaiting an answer.
+    answer: Vec<Option<serde_json::Value>>,
     received_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -168,6 +182,7 @@ impl<'a> Columns<'a> {
             raws: Vec::new(),
             publish: Vec::new(),
             wake: Vec::new(),
+            answer: Vec::new(),
             received_at,
         };
         for m in messages {
@@ -190,32 +205,51 @@ impl<'a> Columns<'a> {
                 true => Some(serde_json::to_value(m.wake()).map_err(encode)?),
                 false => None,
             });
+            c.answer.push(match may_answer(m) {
+                true => Some(serde_json::to_value(m.wake()).map_err(encode)?),
+                false => None,
+            });
         }
         Ok(c)
     }
 
     /// Upserts the threads, inserts the messages (`ON CONFLICT DO NOTHING`: repeats of stored
     /// messages vanish here) and the outbox rows of those inserted; returns
-    /// `(input ordinal from 1, message id, thread id)` of each inserted message.
+    /// `(input ordinal from 1, message id, thread id, woke)` of each inserted message.
+    ///
+    /// Every part of one statement sees the same snapshot: `pending` reads `awaiting_answer` as
+    /// it was before `thread` clears it for the replies that now answer.
     fn insert_query(
         self,
-    ) -> sqlx::query::QueryAs<'a, sqlx::Postgres, (i64, i64, i64), sqlx::postgres::PgArguments>
+    ) -> sqlx::query::QueryAs<'a, sqlx::Postgres, (i64, i64, i64, bool), sqlx::postgres::PgArguments>
     {
         sqlx::query_as(
             "WITH input AS (
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
                                     $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
                                     $11::text[], $12::text[], $13::jsonb[], $14::jsonb[],
-                                    $15::jsonb[])
+                                    $15::jsonb[], $17::jsonb[])
                  WITH ORDINALITY AS i(team_id, channel_id, thread_key, event_id, ts, thread_ts,
                                       kind, user_id, bot_id, app_id, username, text, raw,
-                                      publish, wake, ord)
+                                      publish, wake, answer, ord)
+             ),
+             pending AS (
+               SELECT t.id FROM threads t
+               WHERE t.awaiting_answer
+                 AND EXISTS (SELECT 1 FROM input i
+                              WHERE i.answer IS NOT NULL AND i.team_id = t.team_id
+                                AND i.channel_id = t.channel_id AND i.thread_key = t.thread_ts
+                                AND NOT EXISTS (SELECT 1 FROM messages s
+                                                 WHERE s.channel_id = i.channel_id
+                                                   AND s.ts = i.ts))
              ),
              thread AS (
                INSERT INTO threads (team_id, channel_id, thread_ts)
                SELECT DISTINCT team_id, channel_id, thread_key FROM input ORDER BY 1, 2, 3
                ON CONFLICT (team_id, channel_id, thread_ts)
-               DO UPDATE SET last_activity_at = now()
+               DO UPDATE SET last_activity_at = now(),
+                             awaiting_answer = threads.awaiting_answer
+                                               AND threads.id NOT IN (SELECT id FROM pending)
                RETURNING id, team_id, channel_id, thread_ts
              ),
              message AS (
@@ -231,19 +265,23 @@ impl<'a> Columns<'a> {
                ON CONFLICT DO NOTHING
                RETURNING id, thread_id, channel_id, ts
              ),
+             waking AS (
+               SELECT m.id, m.thread_id, i.ord, i.publish,
+                      coalesce(i.wake, CASE WHEN m.thread_id IN (SELECT id FROM pending)
+                                            THEN i.answer END) AS wake
+               FROM message m JOIN input i ON i.channel_id = m.channel_id AND i.ts = m.ts
+             ),
              outbox_rows AS (
                INSERT INTO outbox (kind, thread_id, message_id, payload)
-               SELECT o.kind, m.thread_id, m.id, o.payload
-               FROM message m
-               JOIN input i ON i.channel_id = m.channel_id AND i.ts = m.ts
+               SELECT o.kind, w.thread_id, w.id, o.payload
+               FROM waking w
                CROSS JOIN LATERAL (
-                 VALUES ('publish', jsonb_set(i.publish, '{message_id}', to_jsonb(m.id))),
-                        ('wake', i.wake)
+                 VALUES ('publish', jsonb_set(w.publish, '{message_id}', to_jsonb(w.id))),
+                        ('wake', w.wake)
                ) AS o(kind, payload)
                WHERE o.payload IS NOT NULL
              )
-             SELECT i.ord, m.id, m.thread_id
-             FROM message m JOIN input i ON i.channel_id = m.channel_id AND i.ts = m.ts",
+             SELECT ord, id, thread_id, wake IS NOT NULL FROM waking",
         )
         .bind(self.team_ids)
         .bind(self.channel_ids)
@@ -261,6 +299,7 @@ impl<'a> Columns<'a> {
         .bind(self.publish)
         .bind(self.wake)
         .bind(self.received_at)
+        .bind(self.answer)
     }
 }
 

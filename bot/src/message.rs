@@ -36,8 +36,9 @@ impl Kind {
         }
     }
 
-    /// Whether this kind wakes the round workflow: only alerts and mentions do (ARCHITECTURE.md,
-    /// invariant 6).
+    /// Whether this kind always wakes the round workflow: only alerts and mentions do; a reply
+    /// wakes it only while its thread awaits an answer (`ingest.rs`; ARCHITECTURE.md, invariant
+    /// 6).
     pub fn wakes(self) -> bool {
         matches!(self, Kind::Alert | Kind::Mention)
     }

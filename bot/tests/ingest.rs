@@ -354,3 +354,82 @@ async fn acked_within(url: &str, body: &str, timeout: Duration) {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_reply_wakes_a_thread_awaiting_an_answer_once_and_other_chatter_never() {
+    let db = firstline_testkit::test_db().await;
+    let bot = TestBot::start(&settings(&db.url), INGEST_ONLY).await;
+    let thread_ts = "1733140100.000100";
+    let reply = |event: &str, ts: &str, text: &str| {
+        let mut event = message_event(event, "C07INCIDENT", ts, "U07ONCALL01", text);
+        event["event"]["thread_ts"] = json!(thread_ts);
+        event.to_string()
+    };
+    let wakes = || count(&db.pool, "SELECT count(*) FROM outbox WHERE kind = 'wake'");
+    // The thread's first message, then a reply while nothing was asked: chatter.
+    let opener = message_event(
+        "Ev07ASK00001",
+        "C07INCIDENT",
+        thread_ts,
+        "U07ONCALL01",
+        "checkout is slow",
+    );
+    assert_eq!(
+        post_signed(&bot.events_url, &opener.to_string(), 0, &[]).await,
+        200
+    );
+    assert_eq!(
+        post_signed(
+            &bot.events_url,
+            &reply("Ev07ASK00002", "1733140101.000100", "hm"),
+            0,
+            &[]
+        )
+        .await,
+        200
+    );
+    assert_eq!(wakes().await, 0, "no question pending: a reply is chatter");
+
+    // The latest round asked (what `commit_round` records).
+    sqlx::query("UPDATE threads SET awaiting_answer = true WHERE thread_ts = $1")
+        .bind(thread_ts)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let answer = reply("Ev07ASK00003", "1733140102.000100", "it's in payments");
+    assert_eq!(post_signed(&bot.events_url, &answer, 0, &[]).await, 200);
+    assert_eq!(
+        wakes().await,
+        1,
+        "the answer wakes the round without a mention"
+    );
+    let woken: String =
+        sqlx::query_scalar("SELECT payload->'mention'->>'text' FROM outbox WHERE kind = 'wake'")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(woken, "it's in payments");
+
+    // Redelivered, and a second reply before the next round asks again: no more wake-ups.
+    assert_eq!(post_signed(&bot.events_url, &answer, 0, &[]).await, 200);
+    assert_eq!(
+        post_signed(
+            &bot.events_url,
+            &reply("Ev07ASK00004", "1733140103.000100", "sorry, payments-eu"),
+            0,
+            &[]
+        )
+        .await,
+        200
+    );
+    assert_eq!(wakes().await, 1, "one answer wakes one round");
+    let awaiting: bool =
+        sqlx::query_scalar("SELECT awaiting_answer FROM threads WHERE thread_ts = $1")
+            .bind(thread_ts)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(!awaiting, "the first answer cleared the flag");
+    assert_eq!(count(&db.pool, "SELECT count(*) FROM messages").await, 4);
+    bot.stop().await;
+}

@@ -70,6 +70,8 @@ pub struct GraphOptions {
     pub investigate: InvestigateOptions,
     pub recall: RecallOptions,
     pub timeouts: NodeTimeouts,
+    /// The workspace's time zone: how a time written in an answer is read.
+    pub time_zone: chrono_tz::Tz,
 }
 
 impl GraphOptions {
@@ -78,6 +80,7 @@ impl GraphOptions {
         let mut options = Self::default();
         options.investigate.max_tool_calls = round.max_tool_calls;
         options.investigate.time_budget = Duration::from_secs(round.investigate_secs);
+        options.time_zone = round.zone();
         // The node outlives its own budget by the longest single request.
         options.timeouts.investigate = options.investigate.time_budget
             + options.investigate.fetch_timeout

@@ -25,6 +25,7 @@ use crate::evidence::{Evidence, quote_occurs_in};
 
 use super::report::{Cause, Report, UnsupportedClaim, Verdict};
 use super::state::{IncidentState, IncidentUpdate};
+use firstline_model::{Question, QuestionKind};
 
 /// Most questions in a verdict (and in a round).
 pub const MAX_QUESTIONS: usize = 3;
@@ -200,7 +201,7 @@ fn detector_verified(cause: &Cause, findings: &[Finding]) -> bool {
 /// The judge's doubts, as questions for the thread: whether what the alert saw has ended,
 /// about each unconfirmed suspicion (from its payload), and with no suspicion about the
 /// strongest symptom.
-fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
+fn doubts(report: &Report, state: &IncidentState) -> Vec<Question> {
     let when = state.alert.around();
     let target = &state.alert.target;
     let mut questions = Vec::new();
@@ -210,10 +211,10 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
         .iter()
         .find(|f| f.kind() == Kind::Recovered && f.standing == Standing::Current);
     if let Some(recovered) = recovered {
-        questions.push(format!(
+        questions.push(Question::free(format!(
             "{} — has the alert resolved, or is something still wrong that this does not show?",
             recovered.title()
-        ));
+        )));
     }
     // In rank order: the strongest lead is asked about first. A finding that no longer
     // stands plays no part (`Finding::role`).
@@ -224,13 +225,16 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
     for suspect in suspects {
         let question = match &suspect.fact {
             Fact::Rollout(_) if recovered.is_some() => continue,
-            Fact::Rollout(_) => format!(
-                "{} — was that change meant to touch what `{}` measures? Comparing it with the \
+            Fact::Rollout(_) => Question::of(
+                QuestionKind::Hypothesis,
+                format!(
+                    "{} — was that change meant to touch what `{}` measures? Comparing it with the \
                  previous revision would confirm or rule it out.",
-                suspect.title(),
-                target.alertname.as_deref().unwrap_or("the alert")
+                    suspect.title(),
+                    target.alertname.as_deref().unwrap_or("the alert")
+                ),
             ),
-            Fact::ConfigError(c) => match &c.problem {
+            Fact::ConfigError(c) => Question::free(match &c.problem {
                 crate::detectors::ConfigProblem::MissingSetting {
                     name: Some(key), ..
                 } => format!("Did anything change in {key}'s config {when}?"),
@@ -238,18 +242,22 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
                     "Did anything change in the configuration of `{}` {when}?",
                     target.workload.as_deref().unwrap_or("the workload")
                 ),
-            },
-            Fact::Dependency(_) => format!(
+            }),
+            Fact::Dependency(_) => Question::free(format!(
                 "{} — is that dependency down or being changed {when}, or is this noise?",
                 suspect.title()
+            )),
+            Fact::Certificate(_) => Question::of(
+                QuestionKind::Hypothesis,
+                format!("Was a certificate for this service renewed or rotated {when}?"),
             ),
-            Fact::Certificate(_) => {
-                format!("Was a certificate for this service renewed or rotated {when}?")
-            }
-            _ => format!(
-                "The evidence suggests \"{}\" but does not prove it: does that match what you \
-                 see?",
-                suspect.title()
+            _ => Question::of(
+                QuestionKind::Hypothesis,
+                format!(
+                    "The evidence suggests \"{}\" but does not prove it: does that match what \
+                     you see?",
+                    suspect.title()
+                ),
             ),
         };
         questions.push(question);
@@ -260,7 +268,7 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
             .iter()
             .find(|f| matches!(f.role(), Role::Symptom | Role::Consequence))
     {
-        questions.push(match symptom.kind() {
+        questions.push(Question::free(match symptom.kind() {
             Kind::CrashLoop | Kind::Exited => format!(
                 "{} but no log line says why: did anything change in its image, config or \
                  dependencies {when}?",
@@ -271,7 +279,7 @@ fn doubts(report: &Report, state: &IncidentState) -> Vec<String> {
                  config or feature-flag change, traffic, a dependency)?",
                 symptom.title()
             ),
-        });
+        }));
     }
     questions.truncate(MAX_QUESTIONS);
     questions

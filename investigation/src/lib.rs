@@ -13,7 +13,9 @@
 //! - [`recall`](mod@recall): similar past incidents in Postgres (full text + identifiers).
 //! - [`summarise`](mod@summarise) and [`next_steps`]: the report from templates.
 //! - [`judge`](mod@judge): every claim's quote occurs in the evidence it cites, and "confirmed"
-//!   only for a detector-verified cause; the verdict. [`ask`](mod@ask): up to three questions.
+//!   only for a detector-verified cause; the verdict. [`ask`](mod@ask): up to three questions,
+//!   typed; [`answers`]: people's replies read against them, in their own words; [`steer`]:
+//!   what a mention asks (objects to start from, a hypothesis that [`hypothesis`] answers).
 //! - [`report`]: the report and verdict types; [`render`]: Markdown and the stored result.
 //! - [`evidence`]: evidence ids, digests, the quote check; [`excerpt`]: tool output bounded to
 //!   excerpts within a per-round budget (secrets are removed by `firstline_redact`).
@@ -49,6 +51,7 @@ macro_rules! regex {
     };
 }
 
+pub mod answers;
 pub mod ask;
 pub mod catalogue;
 pub mod detectors;
@@ -56,6 +59,7 @@ pub mod evidence;
 pub mod excerpt;
 pub mod explain;
 pub mod graph;
+pub mod hypothesis;
 pub mod investigate;
 pub mod judge;
 pub mod kube;
@@ -69,6 +73,7 @@ pub mod recall;
 pub mod render;
 pub mod report;
 pub mod state;
+pub mod steer;
 pub mod summarise;
 pub mod tools;
 

@@ -5,7 +5,8 @@
 //! the alert follows on the second.
 //! Grounded: headline, cause(s) with confidence and detector, the evidence quotes with their
 //! ids (`E3: "…"`), what else was seen, what is missing, next steps, similar incidents.
-//! Not grounded: headline, the questions, then what was seen and what is missing.
+//! Not grounded: headline, the questions (with the choices to reply with), then what was seen and
+//! what is missing. Either way, what the round took from people's answers follows the headline.
 //!
 //! Evidence text is untrusted: only short quotes (≤ 200 characters) are shown, never whole
 //! excerpts, and every piece of text that came from outside is escaped for Slack (`&`, `<`,
@@ -15,6 +16,9 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use firstline_model::{Question, QuestionKind};
+
+use crate::answers::{ReadAnswer, Reading};
 use crate::detectors::Finding;
 use crate::detectors::text;
 use crate::evidence::Evidence;
@@ -26,6 +30,8 @@ use crate::state::{IncidentState, Usage};
 
 /// Most prior incidents and observations shown.
 const MAX_LISTED: usize = 3;
+/// Most choices listed under a question.
+const MAX_CHOICES_SHOWN: usize = 8;
 /// Most quotes shown under one cause (all of its claims are judged).
 const MAX_QUOTES_PER_CAUSE: usize = 3;
 
@@ -37,7 +43,7 @@ pub struct RoundResult {
     pub text: String,
     pub report: Option<Report>,
     pub verdict: Option<Verdict>,
-    pub questions: Vec<String>,
+    pub questions: Vec<Question>,
     pub findings: Vec<Finding>,
     pub evidence: Vec<Evidence>,
     pub missing: Vec<Missing>,
@@ -80,9 +86,14 @@ pub fn render_markdown(state: &IncidentState) -> String {
         let _ = writeln!(out, "\n*Heartbeat*: {}", escape(heartbeat));
         return out;
     }
-    // The first line says what is most likely wrong and how sure; the alert follows.
+    // A mention's question is answered first; then what is most likely wrong and how sure; the
+    // alert follows.
+    if let Some(answer) = crate::hypothesis::answer(state) {
+        let _ = writeln!(out, "*{}*", escape(&answer));
+    }
     let _ = writeln!(out, "*{}*", escape(&lead(state, report)));
     let _ = writeln!(out, "{}", escape(&report.headline));
+    write_answers(&mut out, &state.answers);
     if state.grounded() {
         let mut shown = Vec::new();
         if let Some(recovered) = &report.recovered {
@@ -101,7 +112,23 @@ pub fn render_markdown(state: &IncidentState) -> String {
         if !state.questions.is_empty() {
             out.push_str("\n*Questions*\n");
             for (i, question) in state.questions.iter().enumerate() {
-                let _ = writeln!(out, "{}. {}", i + 1, escape(question));
+                let _ = writeln!(out, "{}. {}", i + 1, escape(&question.text));
+                if !question.clarifies && !question.choices.is_empty() {
+                    let listed = question
+                        .choices
+                        .iter()
+                        .take(MAX_CHOICES_SHOWN)
+                        .map(|c| format!("`{}`", escape(c)))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let more = question.choices.len().saturating_sub(MAX_CHOICES_SHOWN);
+                    let more = if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(out, "   _Reply with one of:_ {listed}{more}");
+                }
             }
         }
         let seen: Vec<Cause> = report
@@ -221,6 +248,56 @@ fn write_cause<'a>(out: &mut String, cause: &'a Cause, shown: &mut Vec<&'a Claim
                 let _ = writeln!(out, "  {}", quote_line(claim));
                 shown.push(claim);
             }
+        }
+    }
+}
+
+/// What the round took from people's answers, and how each was read.
+fn write_answers(out: &mut String, answers: &[ReadAnswer]) {
+    let lines: Vec<String> = answers
+        .iter()
+        .filter_map(|answer| {
+            let what = match &answer.reading {
+                Reading::Name { name, matched } => {
+                    let field = match answer.question.kind {
+                        QuestionKind::Namespace => "namespace",
+                        _ => "subject",
+                    };
+                    format!(
+                        "{field} `{}` (matched {})",
+                        escape(name),
+                        matched.describe()
+                    )
+                }
+                Reading::Since { at } => format!("since {}", at.format("%H:%M UTC")),
+                Reading::YesNo { yes, since } => {
+                    let since = since
+                        .map(|at| format!(", since {}", at.format("%H:%M UTC")))
+                        .unwrap_or_default();
+                    format!(
+                        "{} to \"{}\"{since}",
+                        if *yes { "yes" } else { "no" },
+                        escape(&answer.question.text)
+                    )
+                }
+                Reading::Labels { labels } => labels
+                    .iter()
+                    .map(|(k, v)| format!("`{}={}`", escape(k), escape(v)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Reading::Prose | Reading::Unread { .. } => return None,
+            };
+            Some(format!(
+                "• {what} — <@{}>: \"{}\"",
+                answer.user,
+                escape(&answer.said)
+            ))
+        })
+        .collect();
+    if !lines.is_empty() {
+        out.push_str("\n*From the thread*\n");
+        for line in lines {
+            let _ = writeln!(out, "{line}");
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::detectors::{Confidence, Kind};
 use crate::evidence::EvidenceId;
 use crate::missing::Missing;
 use crate::prior::PriorIncident;
+use firstline_model::Question;
 
 /// What `summarise` wrote.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -109,7 +110,7 @@ pub struct Verdict {
     pub unsupported_claims: Vec<UnsupportedClaim>,
     /// Up to three questions the judge raises about its doubts (the `ask` node adds the ones
     /// about missing evidence).
-    pub questions: Vec<String>,
+    pub questions: Vec<Question>,
     /// Why, in one sentence.
     pub reason: String,
 }

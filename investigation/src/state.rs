@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use firstline_graph::{graph_state, sum};
 use serde::{Deserialize, Serialize};
 
+use crate::answers::ReadAnswer;
 use crate::detectors::Finding;
 use crate::evidence::Evidence;
 use crate::missing::Missing;
@@ -18,8 +19,9 @@ use crate::model_run::ModelRun;
 use crate::plan::PlanStep;
 use crate::prior::PriorIncident;
 use crate::report::{Report, Verdict};
+use crate::steer::Steering;
 use firstline_alert::{AlertTarget, parse_alert};
-use firstline_model::ThreadContext;
+use firstline_model::{Question, ThreadContext};
 
 graph_state! {
     /// One round of the incident graph. Build the input with [`IncidentState::new`].
@@ -29,6 +31,14 @@ graph_state! {
         pub alert: AlertInput,
         /// The thread so far (earlier rounds, open questions, human answers). Input.
         pub context: ThreadContext,
+        /// The answers to the last round's questions, as read ([`crate::answers`]). Input: the
+        /// alert's target already carries what they named.
+        #[serde(default)]
+        pub answers: Vec<ReadAnswer>,
+        /// What the round's newest mention asks ([`crate::steer`]): objects to start from, a
+        /// hypothesis the reply's first line answers. Input.
+        #[serde(default)]
+        pub steering: Option<Steering>,
         /// Evidence items `E1…`, in the order the tools were called.
         pub evidence: Vec<Evidence> = append,
         /// What could not be checked, and why.
@@ -42,7 +52,7 @@ graph_state! {
         /// Whether the report is grounded enough to post (`judge`).
         pub verdict: Option<Verdict>,
         /// Up to three questions for the thread when the report is not grounded (`ask`).
-        pub questions: Vec<String>,
+        pub questions: Vec<Question>,
         /// Tool calls, model calls and tokens spent by all nodes.
         pub usage: Usage = fold(sum),
         /// The evidence plan as it ran: each request, why, and what came of it (`investigate`).

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::question::Question;
+
 /// What the thread already knows when a round starts. Empty for the first round; the round
 /// workflow's `load_context` fills it from Postgres for later rounds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -13,8 +15,8 @@ pub struct ThreadContext {
     pub team_id: Option<String>,
     /// Earlier rounds in this thread, oldest first.
     pub earlier_rounds: Vec<EarlierRound>,
-    /// Questions asked in earlier rounds that nobody has answered yet.
-    pub open_questions: Vec<String>,
+    /// The questions the last round asked, when it was not grounded: replies since answer them.
+    pub open_questions: Vec<Question>,
     /// Replies people wrote in the thread since the bot asked (untrusted text).
     pub human_answers: Vec<HumanAnswer>,
     /// The thread's conversation, oldest first, compacted to a character budget (the most
@@ -55,7 +57,7 @@ pub struct EarlierRound {
     /// Whether it was grounded.
     pub grounded: bool,
     /// The questions it asked.
-    pub questions: Vec<String>,
+    pub questions: Vec<Question>,
 }
 
 /// A human reply in the thread.

@@ -8,6 +8,7 @@
 //! - [`message`]: the versioned Kafka record of every recorded message and the outbox's wake-up.
 //! - [`round`]: the round workflow's input ([`Trigger`]) and its `mention` signal.
 //! - [`context`]: what a round knows of its thread ([`ThreadContext`]).
+//! - [`question`]: a question the bot asks, typed so an answer can be read against it.
 //! - [`limits`]: the default bounds of a round, shared by the settings and the workflow.
 //! - [`reactions`]: the emoji names the bot and the worker put on messages.
 //! - [`faults`]: the named pause points of the crash tests.
@@ -19,6 +20,7 @@ pub mod context;
 pub mod faults;
 pub mod limits;
 pub mod message;
+pub mod question;
 pub mod reactions;
 pub mod round;
 pub mod text;
@@ -29,5 +31,6 @@ pub use message::{
     INCIDENT_SCHEMA, IncidentRecord, MESSAGE_SCHEMA, MessageRecord, TopicRecord, WakeRecord,
     incident_text,
 };
+pub use question::{Question, QuestionKind};
 pub use round::{MentionSignal, Trigger};
 pub use thread::ThreadKey;

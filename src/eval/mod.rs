@@ -95,6 +95,7 @@ pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode>
         call_timeout: Duration::from_secs(args.call_timeout_secs.max(1)),
         run_id: chrono::Utc::now().format("%Y%m%dT%H%M%S%.6f").to_string(),
         model,
+        steering: None,
     };
     let mut outcomes: Vec<CaseOutcome> = Vec::with_capacity(found.len());
     for case in &found {

@@ -13,6 +13,7 @@ use firstline_config::{McpServerSettings, McpSettings};
 use firstline_embed::Embedder;
 use firstline_investigation::model_path::{ModelPath, refine};
 use firstline_investigation::model_run::ModelRun;
+use firstline_investigation::steer::Steering;
 use firstline_investigation::tools::{CallScope, McpTools};
 use firstline_investigation::{
     AlertInput, GraphOptions, IncidentState, Memory, build_incident_graph, render_markdown,
@@ -42,6 +43,8 @@ pub struct RunOptions {
     pub run_id: String,
     /// The model path every finished round is refined by (`--model`); `None`: no model.
     pub model: Option<ModelPath>,
+    /// What a person's mention asks of the round (`investigate --ask`); `None` in eval.
+    pub steering: Option<Steering>,
     /// Embeds the cases' past incidents and their alerts for recall by meaning; `None`: recall
     /// by keywords and identifiers.
     pub embedder: Option<Arc<dyn Embedder>>,
@@ -288,7 +291,8 @@ pub async fn investigate_in_lab(
         let memory = pool.map(|pool| Memory::new(pool, options.embedder.clone()));
         let graph = build_incident_graph(Arc::clone(&source), memory, options.graph.clone())
             .map_err(|e| format!("building the incident graph: {e}"))?;
-        let input = IncidentState::new(alert, thread_context(scenario, team_id));
+        let mut input = IncidentState::new(alert, thread_context(scenario, team_id));
+        input.steering = options.steering.clone();
         let outcome = run_round(&graph, input).await;
         let tool_calls = lab.counts().total();
         // The model path reads the finished round and may call the same tools, within what is

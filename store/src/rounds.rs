@@ -3,9 +3,12 @@
 //! thread into an incident.
 //!
 //! Beside the whole result (`result` jsonb, the worker's own format), a round stores the outline
-//! others read as typed columns — headline, first cause, posted text, questions — so a reader
-//! never digs into the worker's JSON by path, whatever shape it takes later.
+//! others read as typed columns — headline, first cause, posted text, questions asked (`asked`,
+//! typed [`Question`]s) — so a reader never digs into the worker's JSON by path, whatever shape
+//! it takes later.
 
+use firstline_model::Question;
+use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
 
 /// What a round said, in brief.
@@ -49,14 +52,14 @@ pub async fn latest_outlines(
 }
 
 /// A committed round as the next round of its thread recalls it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct RoundRecap {
     pub number: i32,
     pub grounded: bool,
     pub headline: String,
     pub cause: Option<String>,
     /// What it asked the thread (empty when it posted a summary).
-    pub questions: Vec<String>,
+    pub questions: Json<Vec<Question>>,
     /// Its reply's ts, once posted.
     pub posted_ts: Option<String>,
 }
@@ -64,7 +67,7 @@ pub struct RoundRecap {
 /// Every committed round of thread `thread_id`, oldest first.
 pub async fn recaps(pool: &PgPool, thread_id: i64) -> Result<Vec<RoundRecap>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT number, grounded, headline, cause, questions, posted_ts FROM rounds
+        "SELECT number, grounded, headline, cause, asked AS questions, posted_ts FROM rounds
           WHERE thread_id = $1 ORDER BY number",
     )
     .bind(thread_id)

@@ -33,6 +33,9 @@ pub struct RoundSettings {
     pub max_tool_calls: u32,
     /// Seconds one round's investigation may spend gathering evidence.
     pub investigate_secs: u64,
+    /// The workspace's time zone (an IANA name, `Europe/Berlin`): how a time people write in an
+    /// answer ("since 14:05") is read.
+    pub time_zone: String,
 }
 
 impl Default for RoundSettings {
@@ -50,12 +53,24 @@ impl Default for RoundSettings {
             context_chars: limits::CONTEXT_CHARS,
             max_tool_calls: limits::MAX_TOOL_CALLS,
             investigate_secs: limits::INVESTIGATE_SECS,
+            time_zone: "UTC".to_string(),
         }
     }
 }
 
 impl RoundSettings {
+    /// [`Self::time_zone`], parsed (checked at load, so UTC only if it was never validated).
+    pub fn zone(&self) -> chrono_tz::Tz {
+        self.time_zone.parse().unwrap_or(chrono_tz::UTC)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        if self.time_zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(ConfigError::rejected(
+                "round.time_zone",
+                format!("`{}` is not an IANA time zone name", self.time_zone),
+            ));
+        }
         check::at_least_one(&[
             ("round.max_rounds", u64::from(self.max_rounds)),
             ("round.max_thread_age_secs", self.max_thread_age_secs),

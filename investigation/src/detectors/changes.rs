@@ -427,7 +427,7 @@ fn scaling(
 }
 
 /// One revision of a workload as its rollout history shows it.
-pub(super) struct Revision<'a> {
+pub(crate) struct Revision<'a> {
     pub evidence: &'a Evidence,
     pub revision: Option<String>,
     pub image: Option<String>,
@@ -438,8 +438,13 @@ pub(super) struct Revision<'a> {
 
 /// Every revision the round's rollout histories show, oldest first.
 pub(super) fn revisions<'a>(round: &'a Round<'a>) -> Vec<Revision<'a>> {
+    revisions_in(round.of(Capability::DeployHistory))
+}
+
+/// Every revision the rollout histories `items` show, oldest first.
+pub(crate) fn revisions_in<'a>(items: impl Iterator<Item = &'a Evidence>) -> Vec<Revision<'a>> {
     let mut out = Vec::new();
-    for item in round.of(Capability::DeployHistory) {
+    for item in items {
         let lines: Vec<&str> = item.excerpt.lines().collect();
         for (start, end) in records(&lines) {
             let record = &lines[start..end];

@@ -116,6 +116,17 @@ pub async fn investigate<E: EvidenceSource>(
             .unwrap_or(u32::MAX - 1)
             .saturating_add(1);
         let mut collector = Collector::new(source, options, first_id);
+        // A mention that names an object starts the round from it, in the alert's namespace.
+        let steered;
+        let state = match steered_state(state) {
+            Some((with_object, lead)) => {
+                collector.follow(Some((lead, 0)));
+                steered = with_object;
+                &steered
+            }
+            None => state,
+        };
+        let target = &state.alert.target;
         let located;
         let state = match anywhere::namespace_of(&mut collector, target).await {
             Some(namespace) => {
@@ -161,6 +172,38 @@ pub async fn investigate<E: EvidenceSource>(
     }
     .instrument(span)
     .await
+}
+
+/// The state with the alert's subject replaced by the first object a mention names (a pod by its
+/// generated name, anything else a Service or else a workload of that name), and the lead the
+/// plan records; `None` when no mention names one.
+fn steered_state(state: &IncidentState) -> Option<(IncidentState, String)> {
+    let steering = state.steering.as_ref()?;
+    let object = steering.objects.first()?;
+    let mut steered = state.clone();
+    let target = &mut steered.alert.target;
+    target.pod = None;
+    target.workload = None;
+    target.workload_kind = None;
+    target.workload_derived = false;
+    target.service = None;
+    target.autoscaler = None;
+    target.volume_claim = None;
+    target.volume = None;
+    target.node = None;
+    match firstline_alert::workload::deployment_from_pod_name(object) {
+        Some(workload) => {
+            target.pod = Some(object.clone());
+            target.workload = Some(workload);
+            target.workload_derived = true;
+        }
+        None => target.service = Some(object.clone()),
+    }
+    let lead = format!(
+        "<@{}> asked: \"{}\" — starting from `{object}`",
+        steering.user, steering.said
+    );
+    Some((steered, lead))
 }
 
 /// What the detectors know of the alert: its target, its start, the query the round re-ran

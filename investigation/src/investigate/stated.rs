@@ -26,13 +26,12 @@ const LATENCY_BUCKETS: [&str; 4] = [
 const SERVICE_LABELS: [&str; 4] = ["service", "app", "job", "deployment"];
 
 /// `p99`, `p99.9`, `p999`, `99th percentile`.
-static QUANTILE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\bp(\d{2,3}(?:\.\d)?)\b|\b(\d{2}(?:\.\d)?)(?:th)? percentile\b").ok()
-});
+static QUANTILE: LazyLock<Regex> =
+    regex!(r"(?i)\bp(\d{2,3}(?:\.\d)?)\b|\b(\d{2}(?:\.\d)?)(?:th)? percentile\b");
 
 /// The quantile a text states, as a fraction (`p99` → 0.99, `p999` → 0.999).
 fn quantile(text: &str) -> Option<f64> {
-    let captures = QUANTILE.as_ref()?.captures(text)?;
+    let captures = QUANTILE.captures(text)?;
     let digits = captures.get(1).or_else(|| captures.get(2))?.as_str();
     let value: f64 = if !digits.contains('.') && digits.len() == 3 {
         // `p999` is the 99.9th percentile.

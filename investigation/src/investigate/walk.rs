@@ -641,7 +641,7 @@ async fn service_pods<E: EvidenceSource>(
         c,
         namespace,
         name,
-        format!("the alert names `{name}` but no pod: the Service's selector finds its pods"),
+        format!("no pod is named: Service `{name}`'s selector finds the pods of `{name}`"),
         format!("which pods back Service `{name}` right now (ready and not ready)"),
         |selector| format!("the pods of Service `{name}`, by its selector `{selector}`"),
     )

@@ -41,6 +41,7 @@ use crate::model_run::ModelRun;
 use crate::report::{Cause, Claim, Report, UnsupportedClaim};
 use crate::state::IncidentState;
 use crate::tools::EvidenceSource;
+use firstline_model::Question;
 
 pub use fence::Fence;
 pub use schema::{Decision, ModelCause, ModelClaim, ModelConfidence, ModelSummary, ModelVerdict};
@@ -279,11 +280,12 @@ impl<C: ReplyCache> Round<'_, C> {
             let answer: ModelVerdict = self
                 .structured("judge", prompt::judge(&report, &self.fence))
                 .await?;
-            let questions: Vec<String> = answer
+            let questions: Vec<Question> = answer
                 .questions
                 .iter()
                 .map(|q| cut(q.trim(), MAX_QUESTION_CHARS))
                 .filter(|q| !q.is_empty())
+                .map(Question::free)
                 .take(MAX_QUESTIONS)
                 .collect();
             // An "ask" with nothing to ask is no reason to hold back a grounded report.

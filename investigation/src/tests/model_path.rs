@@ -521,7 +521,7 @@ async fn the_model_asking_makes_the_round_ask_its_questions() {
         after
             .questions
             .iter()
-            .any(|q| q.contains("PAYMENT_MODE removed")),
+            .any(|q| q.text.contains("PAYMENT_MODE removed")),
         "{:?}",
         after.questions
     );

@@ -123,7 +123,7 @@ Containers:
     assert!(
         done.questions
             .iter()
-            .any(|q| q.contains("PaymentsLatencyHigh") && q.contains("14:02")),
+            .any(|q| q.text.contains("PaymentsLatencyHigh") && q.text.contains("14:02")),
         "{:#?}",
         done.questions
     );
@@ -159,13 +159,13 @@ async fn all_tools_missing_asks_concrete_questions_naming_the_failure() {
     assert!(done.missing.iter().all(|m| m.kind == MissingKind::Failed));
     assert!((1..=3).contains(&done.questions.len()));
     let first = &done.questions[0];
-    assert!(first.contains("pod description"), "{first}");
-    assert!(first.contains("no answer within 10 s"), "{first}");
-    assert!(first.contains("cluster API"), "{first}");
+    assert!(first.text.contains("pod description"), "{first:?}");
+    assert!(first.text.contains("no answer within 10 s"), "{first:?}");
+    assert!(first.text.contains("cluster API"), "{first:?}");
     assert!(
         done.questions
             .iter()
-            .any(|q| q.contains("deploy history of `payments-api`")),
+            .any(|q| q.text.contains("deploy history of `payments-api`")),
         "{:#?}",
         done.questions
     );
@@ -244,7 +244,7 @@ async fn alert_without_namespace_looks_its_service_up_and_asks_when_two_namespac
     );
     assert!(!done.grounded());
     assert_eq!(
-        done.questions.first().map(String::as_str),
+        done.questions.first().map(|q| q.text.as_str()),
         Some(
             "Which namespace (environment) is `payments-api` in? The alert has no namespace, so \
              nothing in the cluster could be looked up."
@@ -310,9 +310,9 @@ async fn deployment_only_alert_does_not_guess_a_pod() {
         "{unread:?}"
     );
     assert!(
-        done.questions
-            .iter()
-            .any(|q| q.starts_with("Which pod of `payments-api` is failing?")),
+        done.questions.iter().any(|q| q
+            .text
+            .starts_with("Which pod of `payments-api` is failing?")),
         "{:#?}",
         done.questions
     );
@@ -508,7 +508,7 @@ async fn an_alert_naming_no_object_reads_the_workload_its_words_spell() {
         !done
             .questions
             .iter()
-            .any(|q| q.starts_with("Which pod, deployment or service")),
+            .any(|q| q.text.starts_with("Which pod, deployment or service")),
         "{:#?}",
         done.questions
     );
