@@ -14,3 +14,9 @@ UPDATE threads t SET awaiting_answer = true
  WHERE r.thread_id = t.id AND NOT r.grounded AND jsonb_array_length(r.asked) > 0
    AND r.number = (SELECT max(number) FROM rounds WHERE thread_id = t.id)
    AND t.resolved_at IS NULL;
+
+-- A click on a question's choice, or text typed into its box, is recorded like a message of its
+-- own kind (its ts is the action's `action_ts`).
+ALTER TABLE messages DROP CONSTRAINT messages_kind_check;
+ALTER TABLE messages ADD CONSTRAINT messages_kind_check
+    CHECK (kind IN ('alert', 'mention', 'chatter', 'bot_echo', 'edit', 'deletion', 'answer'));

@@ -1071,13 +1071,20 @@ fn the_deployments_fit_the_processes() {
     let paths = ingress["spec"]["rules"][0]["http"]["paths"]
         .as_array()
         .expect("paths");
-    assert_eq!(paths.len(), 1, "only the Events API is public");
-    assert_eq!(paths[0]["path"], "/slack/events");
-    assert_eq!(paths[0]["backend"]["service"]["name"], "firstline-bot");
-    assert!(
-        read("bot/src/http.rs").contains("\"/slack/events\""),
-        "the bot's route"
+    assert_eq!(
+        paths.len(),
+        2,
+        "only the Events API and interactivity are public"
     );
+    for (path, route) in paths.iter().zip(["/slack/events", "/slack/interactivity"]) {
+        assert_eq!(path["path"], route);
+        assert_eq!(path["pathType"], "Exact");
+        assert_eq!(path["backend"]["service"]["name"], "firstline-bot");
+        assert!(
+            read("bot/src/http.rs").contains(&format!("\"{route}\"")),
+            "the bot's route {route}"
+        );
+    }
 
     let socket = rendered("deploy/overlays/socket");
     let bot = find(socket, "Deployment", "firstline-bot");
@@ -1494,6 +1501,21 @@ fn the_slack_app_asks_for_exactly_what_the_code_uses() {
     assert!(
         url.starts_with("https://") && url.ends_with("/slack/events"),
         "{url}: HTTPS to the bot's route"
+    );
+    // Clicks on a question's choices: to the bot's interactivity route, or over the socket.
+    assert_eq!(http["settings"]["interactivity"]["is_enabled"], true);
+    let interactivity = http["settings"]["interactivity"]["request_url"]
+        .as_str()
+        .expect("an interactivity URL");
+    assert_eq!(
+        interactivity,
+        url.replace("/slack/events", "/slack/interactivity")
+    );
+    assert_eq!(socket["settings"]["interactivity"]["is_enabled"], true);
+    assert!(
+        socket["settings"]["interactivity"]
+            .get("request_url")
+            .is_none()
     );
     assert_eq!(socket["settings"]["socket_mode_enabled"], true);
     assert!(

@@ -150,6 +150,79 @@ async fn questions_then_an_answer_in_own_words_without_a_mention_gives_a_grounde
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_click_on_a_question_choice_gives_a_grounded_round_and_a_second_click_changes_nothing() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    let alert = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
+        ))
+        .await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(!rounds[0].grounded, "{rounds:?}");
+    let asked = app.bot_replies(&alert);
+    let question = &asked[0];
+    let blocks = question.blocks.clone().unwrap_or(Value::Null);
+    // The question's choices are buttons bound to round 1, question 1.
+    let actions = blocks
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["block_id"] == "firstline.answer.1.0"))
+        .unwrap_or_else(|| panic!("a question with choices: {blocks:#}"));
+    let button = actions["elements"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["value"] == "payments-api"))
+        .unwrap_or_else(|| panic!("`payments-api` offered: {actions:#}"))
+        .clone();
+
+    // A value the question never offered is refused: nothing recorded, nothing woken.
+    let mut forged = button.clone();
+    forged["value"] = Value::from("kube-system");
+    app.slack
+        .user_acts(&app.channel, "U07ONCALL01", &question.ts, forged)
+        .await
+        .expect("acknowledged");
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE kind = 'answer'")
+            .await,
+        0
+    );
+
+    app.slack
+        .user_acts(&app.channel, "U07ONCALL01", &question.ts, button.clone())
+        .await
+        .expect("acknowledged");
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    assert!(rounds[1].grounded, "{rounds:?}");
+    let text = rounds[1].text.as_deref().unwrap_or_default();
+    assert_expected(&app, text);
+    assert!(text.contains("`payments-api` (matched by name)"), "{text}");
+    // Recorded once, published and woken like a message.
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE kind = 'answer'")
+            .await,
+        1
+    );
+    // The question now says who answered what.
+    firstline_testkit::wait_for("the question edited", Duration::from_secs(10), || async {
+        let edited = app.slack.workspace().message(&app.channel, &question.ts)?;
+        let shown = edited.blocks.unwrap_or(Value::Null).to_string();
+        (shown.contains("<@U07ONCALL01> answered question 1")
+            && !shown.contains("firstline.answer.1.0"))
+        .then_some(())
+    })
+    .await;
+
+    // A click on the question already answered, from the old message: recorded, no round.
+    app.slack
+        .user_acts(&app.channel, "U07ONCALL02", &question.ts, button)
+        .await
+        .expect("acknowledged");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.rounds(&alert).await.len(), 2, "exactly one next round");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a_new_run() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     // The first graph step of the first round pauses for 12 s, past the 5 s heartbeat timeout:

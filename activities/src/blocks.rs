@@ -1,6 +1,7 @@
 //! The round's reply as Slack Block Kit: the rendered report (headline, causes with their
-//! evidence quotes, next steps, similar incidents — or the questions) as mrkdwn sections, and a
-//! context line saying which round this is and how it was judged. Sections stay under Slack's
+//! evidence quotes, next steps, similar incidents — or the questions) as mrkdwn sections, the
+//! questions' inputs (choices as buttons or a select, Yes/No, a text box for something else), and
+//! a context line saying which round this is and how it was judged. Sections stay under Slack's
 //! 3,000 characters and the message under 50 blocks; the client enforces both again.
 
 use serde_json::{Value, json};
@@ -8,6 +9,8 @@ use serde_json::{Value, json};
 use firstline_slack::limits::sections;
 
 use firstline_investigation::RoundResult;
+use firstline_model::{AnswerBlock, Question, QuestionKind};
+use firstline_slack::limits;
 
 /// Blocks kept for the report (the context line is one more).
 const MAX_REPORT_BLOCKS: usize = 45;
@@ -27,11 +30,23 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
             blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": chunk}}));
         }
     }
-    if blocks.len() > MAX_REPORT_BLOCKS {
-        blocks.truncate(MAX_REPORT_BLOCKS);
+    let inputs: Vec<Value> = if result.grounded {
+        Vec::new()
+    } else {
+        result
+            .questions
+            .iter()
+            .enumerate()
+            .flat_map(|(i, q)| question_inputs(q, round, u32::try_from(i).unwrap_or(u32::MAX)))
+            .collect()
+    };
+    let room = MAX_REPORT_BLOCKS.saturating_sub(inputs.len());
+    if blocks.len() > room {
+        blocks.truncate(room);
         blocks.push(json!({"type": "section", "text": {"type": "mrkdwn",
             "text": "_(report shortened to fit one Slack message)_"}}));
     }
+    blocks.extend(inputs);
     let verdict = if result.grounded {
         "grounded: every claim's quote was found in its evidence"
     } else {
@@ -47,6 +62,63 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
                         result.usage.tool_calls)}]}));
     blocks
 }
+
+/// Buttons shown for a question's choices; more become a select.
+const MAX_BUTTONS: usize = 5;
+
+/// What a person can answer question `index` of round `round` with, besides a reply: its
+/// choices (buttons, or a select when there are many; Yes/No for a hypothesis) and a text box
+/// for something else. Every block is bound to the round and question ([`AnswerBlock`]), and the
+/// bot accepts only a value the question offered.
+fn question_inputs(question: &Question, round: u32, index: u32) -> Vec<Value> {
+    let block = AnswerBlock {
+        round,
+        index,
+        typed: false,
+    };
+    let button = |i: usize, label: &str, value: &str| {
+        json!({"type": "button", "action_id": format!("answer_{i}"),
+               "text": {"type": "plain_text", "text": limits::truncate(label, 75)},
+               "value": value})
+    };
+    let choices: Vec<Value> = match question.kind {
+        QuestionKind::Hypothesis => vec![
+            button(0, "Yes", firstline_model::question::YES),
+            button(1, "No", firstline_model::question::NO),
+        ],
+        _ if question.choices.is_empty() => Vec::new(),
+        _ if question.choices.len() <= MAX_BUTTONS => question
+            .choices
+            .iter()
+            .enumerate()
+            .map(|(i, c)| button(i, c, c))
+            .collect(),
+        _ => vec![
+            json!({"type": "static_select", "action_id": "answer_select",
+            "placeholder": {"type": "plain_text", "text": "Pick one"},
+            "options": question.choices.iter().take(MAX_SELECT_OPTIONS).map(|c| json!({
+                "text": {"type": "plain_text", "text": limits::truncate(c, 75)}, "value": c
+            })).collect::<Vec<_>>()}),
+        ],
+    };
+    let mut out = Vec::new();
+    if !choices.is_empty() {
+        out.push(json!({"type": "actions", "block_id": block.block_id(), "elements": choices}));
+    }
+    if question.kind != QuestionKind::FreeText || !out.is_empty() {
+        out.push(
+            json!({"type": "input", "block_id": AnswerBlock { typed: true, ..block }.block_id(),
+            "dispatch_action": true, "optional": true,
+            "label": {"type": "plain_text", "text": format!("Something else ({})", index + 1)},
+            "element": {"type": "plain_text_input", "action_id": "answer_text",
+                "placeholder": {"type": "plain_text", "text": "Type an answer and press Enter"}}}),
+        );
+    }
+    out
+}
+
+/// Options a select offers (Slack's limit is 100; the round offers at most 25).
+const MAX_SELECT_OPTIONS: usize = 100;
 
 /// `metadata.event_type` of the note posted when a round could not finish.
 pub const FAILURE_EVENT_TYPE: &str = "firstline_round_failed";

@@ -9,7 +9,7 @@ use sqlx::PgPool;
 
 use crate::RoundError;
 use firstline_model::text::clip;
-use firstline_model::{ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
+use firstline_model::{AnswerBlock, ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
 use firstline_redact::redact;
 use firstline_store::rounds::{self, RoundRecap};
 use firstline_store::threads;
@@ -45,8 +45,10 @@ pub async fn load_context(
     // The newest messages (a long thread's oldest ones matter least), oldest first; the alert
     // (the first one, or the parent) is read on its own so it is never cut off.
     let mut messages: Vec<StoredMessage> = sqlx::query_as(
-        "SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text FROM messages
-          WHERE thread_id = $1 AND kind IN ('alert', 'mention', 'chatter', 'bot_echo')
+        "SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text,
+                CASE WHEN kind = 'answer' THEN raw #>> '{actions,0,block_id}' END AS block_id
+           FROM messages
+          WHERE thread_id = $1 AND kind IN ('alert', 'mention', 'chatter', 'bot_echo', 'answer')
           ORDER BY ts::numeric DESC LIMIT $2",
     )
     .bind(thread_id)
@@ -55,10 +57,12 @@ pub async fn load_context(
     .await?;
     messages.reverse();
     let first: Vec<StoredMessage> = sqlx::query_as(
-        "(SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text FROM messages
+        "(SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text,
+                 NULL::text AS block_id FROM messages
            WHERE thread_id = $1 AND kind = 'alert' ORDER BY ts::numeric LIMIT 1)
          UNION ALL
-         (SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text FROM messages
+         (SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text,
+                 NULL::text AS block_id FROM messages
            WHERE thread_id = $1 AND kind IN ('mention', 'chatter', 'bot_echo')
            ORDER BY (ts = $2) DESC, ts::numeric LIMIT 1)",
     )
@@ -91,7 +95,7 @@ pub async fn load_context(
             .iter()
             .filter(|m| {
                 m.user_id.is_some()
-                    && (m.kind == "chatter" || m.kind == "mention")
+                    && matches!(m.kind.as_str(), "chatter" | "mention" | "answer")
                     && answered_after
                         .as_deref()
                         .is_none_or(|after| ts_after(&m.ts, after))
@@ -100,6 +104,15 @@ pub async fn load_context(
                 user: m.user_id.clone().unwrap_or_default(),
                 text: clip(&redact(&m.text).text, MAX_MESSAGE_CHARS, "…"),
                 ts: m.ts.clone(),
+                // A click answers the question it was rendered for, in the latest round.
+                question: m
+                    .block_id
+                    .as_deref()
+                    .and_then(AnswerBlock::parse)
+                    .filter(|b| {
+                        last.is_some_and(|round| i64::from(b.round) == i64::from(round.number))
+                    })
+                    .map(|b| b.index),
             })
             .collect::<Vec<_>>()
     } else {
@@ -133,6 +146,8 @@ struct StoredMessage {
     user_id: Option<String>,
     bot: Option<String>,
     text: String,
+    /// The block a click came from (kind `answer`): which question it answers.
+    block_id: Option<String>,
 }
 
 /// Seconds since `thread_ts` (a Slack ts is seconds since the epoch); 0 when unparsable.
@@ -224,6 +239,7 @@ mod tests {
             user_id: Some("U1".into()),
             bot: None,
             text: text.into(),
+            block_id: None,
         }
     }
 

@@ -403,6 +403,7 @@ mod tests {
             user: "U1".into(),
             text: text.into(),
             ts: "1733140200.000100".into(),
+            question: None,
         };
         let mut input = RunGraphInput {
             thread: ThreadKey {

@@ -1,5 +1,7 @@
-//! The Events API endpoint (`POST /slack/events`) plus `/healthz` and `/metrics` (which a Socket
-//! Mode bot serves alone: [`operations_router`]).
+//! The Events API endpoint (`POST /slack/events`), the interactivity endpoint (`POST
+//! /slack/interactivity`: clicks on a question's choices, form-encoded `payload=…`, verified the
+//! same way), plus `/healthz` and `/metrics` (which a Socket Mode bot serves alone:
+//! [`operations_router`]).
 //!
 //! Order of checks on an event request: body size (413) → signature and 5-minute timestamp
 //! window, verified by slack-morphism's axum layer in constant time (401) → JSON (400) → the
@@ -44,10 +46,15 @@ pub fn router(
     );
     let listener = SlackEventsAxumListener::new(environment);
     let secret = SlackSigningSecret::new(signing_secret.expose().to_string());
-    let events = Router::new().route(
-        "/slack/events",
-        post(events).layer(listener.events_layer(&secret)),
-    );
+    let events = Router::new()
+        .route(
+            "/slack/events",
+            post(events).layer(listener.events_layer(&secret)),
+        )
+        .route(
+            "/slack/interactivity",
+            post(interactions).layer(listener.events_layer(&secret)),
+        );
     events
         .with_state(pipeline)
         .merge(operations_router(metrics))
@@ -151,6 +158,27 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
             StatusCode::OK.into_response()
         }
         None => bad_request("the envelope has no `type` string"),
+    }
+}
+
+/// A verified interaction: `payload=<json>`, form-encoded. 200 once recorded (or refused, which
+/// changes nothing), 503 when the database cannot record it.
+async fn interactions(State(pipeline): State<Pipeline>, body: String) -> Response {
+    let payload = form_urlencoded::parse(body.as_bytes())
+        .find(|(key, _)| key == "payload")
+        .map(|(_, value)| value.into_owned());
+    let Some(payload) = payload else {
+        return bad_request("an interaction without a `payload` field");
+    };
+    let Ok(payload) = serde_json::from_str::<serde_json::Value>(&payload) else {
+        return bad_request("the interaction payload is not JSON");
+    };
+    match pipeline.handle_interaction(&payload).await {
+        Ok(_) => StatusCode::OK.into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "interaction not recorded");
+            (StatusCode::SERVICE_UNAVAILABLE, "not recorded, try again").into_response()
+        }
     }
 }
 

@@ -127,9 +127,10 @@ fn wakes(message: &Incoming) -> bool {
     message.kind.wakes() && !resolution::is_recovery_alert(message)
 }
 
-/// Whether a message may answer the thread's pending question: a person's reply in a thread.
+/// Whether a message may answer the thread's pending question: a person's reply in a thread, or
+/// a click on a question's choice.
 fn may_answer(message: &Incoming) -> bool {
-    message.kind == Kind::Chatter
+    matches!(message.kind, Kind::Chatter | Kind::Answer)
         && message.user_id.is_some()
         && message
             .thread_ts

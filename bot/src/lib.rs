@@ -2,12 +2,13 @@
 //!
 //! ```text
 //! Slack ──Events API (http.rs) or Socket Mode (socket.rs)──▶ pipeline.rs
+//!    interactions (a click on a question's choice, interaction.rs) are recorded the same way
 //!    classify.rs → ingest/writer.rs (group commit) → ingest.rs: ONE transaction per batch
 //!                  (threads, messages deduped, outbox rows, resolution.rs: resolved thread +
 //!                  incident) → ack each message after its batch commits
 //! relay/ (background, replica-safe): outbox publish → Kafka (relay/kafka.rs)
 //!                                    outbox wake    → Temporal signal-with-start (relay/temporal.rs)
-//! reactions.rs: 👀 on a recorded mention, off the ack path
+//! reactions.rs: 👀 on a recorded mention, an answered question shown, off the ack path
 //! ```
 //!
 //! [`start`] runs the parts a process wants and stops them all on one cancellation token.
@@ -19,6 +20,7 @@
 pub mod classify;
 pub mod http;
 pub mod ingest;
+pub mod interaction;
 pub mod message;
 pub mod metrics;
 pub mod pipeline;

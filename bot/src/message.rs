@@ -5,7 +5,8 @@
 use firstline_model::{MESSAGE_SCHEMA, MentionSignal, MessageRecord, ThreadKey, WakeRecord};
 use serde::{Deserialize, Serialize};
 
-/// What a recorded message is. Only [`Kind::Alert`] and [`Kind::Mention`] wake a round.
+/// What a recorded message is. [`Kind::Alert`] and [`Kind::Mention`] wake a round; a person's
+/// reply or [`Kind::Answer`] wakes it while its thread awaits an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -21,6 +22,8 @@ pub enum Kind {
     Edit,
     /// A deletion (`message_deleted`).
     Deletion,
+    /// A click on a question's choice, or text typed into its box (`interaction.rs`).
+    Answer,
 }
 
 impl Kind {
@@ -33,6 +36,7 @@ impl Kind {
             Kind::BotEcho => "bot_echo",
             Kind::Edit => "edit",
             Kind::Deletion => "deletion",
+            Kind::Answer => "answer",
         }
     }
 

@@ -8,9 +8,10 @@
 use crate::classify::{Classifier, Skip};
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
-use crate::message::Kind;
+use crate::interaction;
+use crate::message::{Incoming, Kind};
 use crate::metrics as names;
-use crate::reactions::ReactTo;
+use crate::reactions::{ReactTo, Touch};
 use crate::resolution;
 use firstline_model::reactions::{CHECK_MARK, EYES};
 use serde_json::Value;
@@ -68,18 +69,27 @@ struct Inner {
     writer: Writer,
     classifier: Classifier,
     timeout: Duration,
-    reactions: Option<mpsc::Sender<ReactTo>>,
+    touches: Option<Touches>,
+}
+
+/// Where the pipeline queues what it does to Slack after a commit.
+#[derive(Debug, Clone)]
+pub struct Touches {
+    pub queue: mpsc::Sender<Touch>,
+    /// React 👀 to recorded mentions (`bot.ack_reaction`).
+    pub react: bool,
 }
 
 impl Pipeline {
     /// A pipeline writing to `pool` in batches as `batching` says (starts the writer on the
-    /// current runtime). `reactions`, when given, receives every new mention.
+    /// current runtime). `touches`, when given, receives every new mention's reaction (when
+    /// they react) and every answered question's edit.
     pub fn new(
         pool: PgPool,
         classifier: Classifier,
         timeout: Duration,
         batching: WriterConfig,
-        reactions: Option<mpsc::Sender<ReactTo>>,
+        touches: Option<Touches>,
     ) -> Self {
         let writer = Writer::spawn(pool.clone(), classifier.bot_user_id().to_string(), batching);
         Self {
@@ -88,7 +98,7 @@ impl Pipeline {
                 writer,
                 classifier,
                 timeout,
-                reactions,
+                touches,
             }),
         }
     }
@@ -128,6 +138,44 @@ impl Pipeline {
         let kind = message.kind;
         let mention_at = (kind == Kind::Mention)
             .then(|| (message.thread.channel_id.clone(), message.ts.clone()));
+        let recorded = self.record(message, started).await?;
+        match recorded {
+            Recorded::Duplicate => {
+                metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
+                Ok(Handled::Duplicate)
+            }
+            Recorded::Stored {
+                message_id,
+                resolved,
+                ..
+            } => {
+                metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
+                    .increment(1);
+                let queue = self.inner.touches.as_ref().filter(|t| t.react);
+                if let (Some((channel, ts)), Some(touches)) = (mention_at, queue) {
+                    // A person's `resolved` is confirmed with ✅: their word closed the thread.
+                    let reaction = match resolved {
+                        Some(_) => CHECK_MARK,
+                        None => EYES,
+                    };
+                    // Full queue: skip the reaction rather than slow the ack.
+                    let _ = touches.queue.try_send(Touch::React(ReactTo {
+                        channel,
+                        ts,
+                        reaction,
+                    }));
+                }
+                Ok(Handled::Stored {
+                    message_id,
+                    kind,
+                    resolved,
+                })
+            }
+        }
+    }
+
+    /// Records `message` through the writer within the ingest deadline.
+    async fn record(&self, message: Incoming, started: Instant) -> Result<Recorded, IngestError> {
         let recorded =
             match tokio::time::timeout(self.inner.timeout, self.inner.writer.record(message)).await
             {
@@ -142,7 +190,61 @@ impl Pipeline {
                 }
             };
         metrics::histogram!(names::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
-        match recorded {
+        Ok(recorded)
+    }
+
+    /// Handles one interaction payload (`block_actions`): a click or typed answer bound to the
+    /// round and question it was rendered for is recorded like a message and wakes the round
+    /// while the thread awaits an answer; the reply is then edited to show who answered what.
+    /// Anything else — another interaction, a click on a stale or forged block, a value the
+    /// question did not offer — is acknowledged and changes nothing. `Ok` means: ack it.
+    #[tracing::instrument(level = "debug", skip_all, fields(round, question))]
+    pub async fn handle_interaction(&self, payload: &Value) -> Result<Handled, IngestError> {
+        let started = Instant::now();
+        let refuse = |reason: String| {
+            metrics::counter!(names::EVENTS, "outcome" => "refused").increment(1);
+            tracing::info!(%reason, "interaction acknowledged, not recorded");
+            Ok(Handled::Ignored(reason))
+        };
+        let click = match interaction::read(payload) {
+            Ok(click) => click,
+            Err(e) => return refuse(e.to_string()),
+        };
+        let span = tracing::Span::current();
+        span.record("round", click.block.round);
+        span.record("question", click.block.index);
+        let question = tokio::time::timeout(
+            self.inner.timeout,
+            firstline_store::rounds::question_at(
+                &self.inner.pool,
+                &click.thread,
+                click.block.round,
+                click.block.index,
+                &click.message_ts,
+            ),
+        )
+        .await
+        .map_err(|_| IngestError::Timeout(self.inner.timeout))??;
+        let Some(question) = question else {
+            return refuse(format!(
+                "question {} of round {} is not the thread's open question on that message",
+                click.block.index + 1,
+                click.block.round
+            ));
+        };
+        if !click.block.typed && !question.offers(&click.value) {
+            return refuse(format!(
+                "`{}` is not a choice question {} of round {} offered",
+                firstline_model::text::prefix(&click.value, 80),
+                click.block.index + 1,
+                click.block.round
+            ));
+        }
+        let (message, redactions) = click.incoming(payload).redacted();
+        if redactions > 0 {
+            metrics::counter!(names::REDACTIONS).increment(redactions as u64);
+        }
+        match self.record(message, started).await? {
             Recorded::Duplicate => {
                 metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
                 Ok(Handled::Duplicate)
@@ -152,24 +254,20 @@ impl Pipeline {
                 resolved,
                 ..
             } => {
-                metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
+                metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => Kind::Answer.as_str())
                     .increment(1);
-                if let (Some((channel, ts)), Some(queue)) = (mention_at, &self.inner.reactions) {
-                    // A person's `resolved` is confirmed with ✅: their word closed the thread.
-                    let reaction = match resolved {
-                        Some(_) => CHECK_MARK,
-                        None => EYES,
-                    };
-                    // Full queue: skip the reaction rather than slow the ack.
-                    let _ = queue.try_send(ReactTo {
-                        channel,
-                        ts,
-                        reaction,
+                if let (Some(touches), Some(blocks)) =
+                    (&self.inner.touches, click.answered_blocks(payload))
+                {
+                    let _ = touches.queue.try_send(Touch::ShowAnswer {
+                        channel: click.thread.channel_id.clone(),
+                        ts: click.message_ts.clone(),
+                        blocks,
                     });
                 }
                 Ok(Handled::Stored {
                     message_id,
-                    kind,
+                    kind: Kind::Answer,
                     resolved,
                 })
             }

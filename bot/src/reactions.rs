@@ -1,8 +1,11 @@
-//! The reaction on a recorded mention (👀, or ✅ when it resolved its thread): a background task
-//! fed by the pipeline after commit, so a slow or failing Slack never delays an ack. Best effort:
-//! a failure is logged, not retried (the mention is already recorded and its round queued).
+//! What the bot does to Slack after a commit, off the ack path: the reaction on a recorded
+//! mention (👀, or ✅ when it resolved its thread), and a question's reply edited to show who
+//! answered what. A background task fed by the pipeline, so a slow or failing Slack never delays
+//! an ack. Best effort: a failure is logged, not retried (the message is already recorded and its
+//! round queued).
 
 use firstline_slack::SlackApi;
+use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -18,10 +21,22 @@ pub struct ReactTo {
     pub reaction: &'static str,
 }
 
-/// Adds each reaction received on `requests` until `cancel` fires or the senders are gone.
+/// One thing to do to Slack after a commit.
+#[derive(Debug, Clone)]
+pub enum Touch {
+    React(ReactTo),
+    /// Replace the blocks of the round's reply `ts` in `channel`: a question was answered.
+    ShowAnswer {
+        channel: String,
+        ts: String,
+        blocks: Value,
+    },
+}
+
+/// Does each touch received on `requests` until `cancel` fires or the senders are gone.
 pub async fn run(
     api: Arc<SlackApi>,
-    mut requests: mpsc::Receiver<ReactTo>,
+    mut requests: mpsc::Receiver<Touch>,
     cancel: CancellationToken,
 ) {
     loop {
@@ -32,11 +47,25 @@ pub async fn run(
                 None => break,
             },
         };
-        let added = api
-            .add_reaction(&request.channel, &request.ts, request.reaction)
-            .await;
-        if let Err(e) = added {
-            tracing::warn!(channel = %request.channel, ts = %request.ts, reaction = request.reaction, error = %e, "could not react");
+        match request {
+            Touch::React(r) => {
+                if let Err(e) = api.add_reaction(&r.channel, &r.ts, r.reaction).await {
+                    tracing::warn!(channel = %r.channel, ts = %r.ts, reaction = r.reaction, error = %e, "could not react");
+                }
+            }
+            Touch::ShowAnswer {
+                channel,
+                ts,
+                blocks,
+            } => {
+                // `text` is only the notification fallback; the blocks carry the reply.
+                let updated = api
+                    .update_message(&channel, &ts, "A question was answered", Some(blocks))
+                    .await;
+                if let Err(e) = updated {
+                    tracing::warn!(%channel, %ts, error = %e, "could not show who answered");
+                }
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::classify::Classifier;
 use crate::ingest::writer::WriterConfig;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, Touches};
 use crate::relay::kafka::KafkaSink;
 use crate::relay::temporal::{TemporalSink, TemporalTarget};
 use crate::relay::{self, RelayConfig};
@@ -138,14 +138,14 @@ pub async fn start(
                 String::new()
             }
         };
-        let reactions = match (&api, settings.bot.ack_reaction) {
-            (Some(api), true) => {
-                let (tx, rx) = tokio::sync::mpsc::channel(1024);
-                tasks.spawn(reactions::run(api.clone(), rx, cancel.clone()));
-                Some(tx)
+        let touches = api.as_ref().map(|api| {
+            let (tx, rx) = tokio::sync::mpsc::channel(1024);
+            tasks.spawn(reactions::run(api.clone(), rx, cancel.clone()));
+            Touches {
+                queue: tx,
+                react: settings.bot.ack_reaction,
             }
-            _ => None,
-        };
+        });
         let pipeline = Pipeline::new(
             pool.clone(),
             Classifier::new(&bot_user_id, &settings.bot.alert_rules),
@@ -155,7 +155,7 @@ pub async fn start(
                 transactions: usize::try_from(settings.bot.ingest_transactions)
                     .unwrap_or(usize::MAX),
             },
-            reactions,
+            touches,
         );
         match slack.mode {
             SlackMode::Http => {

@@ -2,7 +2,8 @@
 //! through slack-morphism's listener) instead of receiving HTTP requests.
 //!
 //! After the envelope, events take the same [`Pipeline`] as the Events API, and dedupe on
-//! `event_id` covers redelivered envelopes. The ack goes out when the callback returns, so the
+//! `event_id` covers redelivered envelopes; `interactive` envelopes (clicks on a question's
+//! choices) take the pipeline's interaction path, deduped on the action's ts. The ack goes out when the callback returns, so the
 //! callback does only the bounded recording transaction (`bot.ingest_timeout_ms`); reactions and
 //! relays happen elsewhere. If recording fails, no ack is sent and Slack redelivers
 //! (ARCHITECTURE.md, invariant 2: ack after commit, never after anything else).
@@ -41,7 +42,9 @@ impl SocketModeListener {
                 .with_error_handler(not_recorded)
                 .with_user_state(self.pipeline.clone()),
         );
-        let callbacks = SlackSocketModeListenerCallbacks::new().with_push_events(on_push_event);
+        let callbacks = SlackSocketModeListenerCallbacks::new()
+            .with_push_events(on_push_event)
+            .with_interaction_events(on_interaction);
         let config = SlackClientSocketModeConfig::new().with_max_connections_count(1);
         let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
         let token =
@@ -72,6 +75,23 @@ async fn on_push_event(
     };
     let payload = serde_json::to_value(SlackPushEvent::EventCallback(event))?;
     pipeline.handle(&payload).await?;
+    Ok(())
+}
+
+async fn on_interaction(
+    event: SlackInteractionEvent,
+    _client: Arc<SlackHyperClient>,
+    state: SlackClientEventsUserState,
+) -> UserCallbackResult<()> {
+    let pipeline = {
+        let guard = state.read().await;
+        guard
+            .get_user_state::<Pipeline>()
+            .cloned()
+            .ok_or("Socket Mode: pipeline missing from listener state")?
+    };
+    let payload = serde_json::to_value(event)?;
+    pipeline.handle_interaction(&payload).await?;
     Ok(())
 }
 

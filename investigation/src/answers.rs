@@ -120,6 +120,10 @@ pub fn read(questions: &[Question], answers: &[HumanAnswer], zone: Tz) -> Vec<Re
         if questions.is_empty() && labels.is_empty() {
             continue;
         }
+        // A click answers the question it was rendered for, and only that one.
+        let clicked = answer.question.and_then(|i| questions.get(i as usize));
+        let questions = clicked.map_or(questions, std::slice::from_ref);
+        let first = clicked.unwrap_or(first);
         let read_with = |stated: bool| {
             questions.iter().find_map(|q| {
                 let reading = read_one(q, &text, at, zone, stated);

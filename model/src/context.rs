@@ -69,4 +69,8 @@ pub struct HumanAnswer {
     pub text: String,
     /// Slack message ts.
     pub ts: String,
+    /// The question it answers, by index among the last round's, when it is a click on that
+    /// question's choices; a reply in words says nothing of which.
+    #[serde(default)]
+    pub question: Option<u32>,
 }

@@ -74,6 +74,63 @@ impl Question {
     }
 }
 
+/// The `block_id` prefix of a question's choices in a round's reply (buttons or a select).
+const CHOICES_BLOCK: &str = "firstline.answer";
+/// The `block_id` prefix of a question's "something else" text box.
+const TEXT_BLOCK: &str = "firstline.text";
+
+/// Where a click or a typed answer came from: question `index` of round `round`, and whether it
+/// was typed into the question's text box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerBlock {
+    pub round: u32,
+    pub index: u32,
+    pub typed: bool,
+}
+
+impl AnswerBlock {
+    /// The `block_id` the reply renders this block with.
+    pub fn block_id(self) -> String {
+        let prefix = if self.typed {
+            TEXT_BLOCK
+        } else {
+            CHOICES_BLOCK
+        };
+        format!("{prefix}.{}.{}", self.round, self.index)
+    }
+
+    /// The block a `block_id` names; `None` for any other block.
+    pub fn parse(block_id: &str) -> Option<Self> {
+        let (typed, rest) = match block_id.strip_prefix(CHOICES_BLOCK) {
+            Some(rest) => (false, rest),
+            None => (true, block_id.strip_prefix(TEXT_BLOCK)?),
+        };
+        let mut parts = rest.strip_prefix('.')?.split('.');
+        let round = parts.next()?.parse().ok()?;
+        let index = parts.next()?.parse().ok()?;
+        parts.next().is_none().then_some(Self {
+            round,
+            index,
+            typed,
+        })
+    }
+}
+
+/// What a clicked button or option says for a yes/no question.
+pub const YES: &str = "yes";
+/// See [`YES`].
+pub const NO: &str = "no";
+
+impl Question {
+    /// Whether `value`, clicked (not typed) on this question, is one it offered.
+    pub fn offers(&self, value: &str) -> bool {
+        match self.kind {
+            QuestionKind::Hypothesis => value == YES || value == NO,
+            _ => self.choices.iter().any(|c| c == value),
+        }
+    }
+}
+
 impl From<&str> for Question {
     fn from(text: &str) -> Self {
         Question::free(text)
@@ -118,6 +175,37 @@ impl From<QuestionRepr> for Question {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answer_blocks_round_trip_and_other_blocks_are_not_answers() {
+        for block in [
+            AnswerBlock {
+                round: 2,
+                index: 0,
+                typed: false,
+            },
+            AnswerBlock {
+                round: 11,
+                index: 2,
+                typed: true,
+            },
+        ] {
+            assert_eq!(AnswerBlock::parse(&block.block_id()), Some(block));
+        }
+        for other in [
+            "",
+            "firstline.answer",
+            "firstline.answer.2",
+            "firstline.answer.x.1",
+            "firstline.answer.1.2.3",
+            "actions",
+        ] {
+            assert_eq!(AnswerBlock::parse(other), None, "{other}");
+        }
+        let q = Question::of(QuestionKind::Namespace, "which?").with_choices(["shop".to_string()]);
+        assert!(q.offers("shop") && !q.offers("payments") && !q.offers(YES));
+        assert!(Question::of(QuestionKind::Hypothesis, "is it?").offers(NO));
+    }
 
     #[test]
     fn a_typed_question_round_trips_and_a_plain_string_reads_as_free_text() {

@@ -357,6 +357,7 @@ fn thread_context(scenario: &Scenario, team_id: &str) -> ThreadContext {
                 user: reply.user.clone(),
                 text: reply.text.clone(),
                 ts: format!("{}.{:06}", at.timestamp(), at.timestamp_subsec_micros()),
+                question: None,
             }
         })
         .collect();

@@ -74,3 +74,30 @@ pub async fn recaps(pool: &PgPool, thread_id: i64) -> Result<Vec<RoundRecap>, sq
     .fetch_all(pool)
     .await
 }
+
+/// Question `index` of round `round` in the thread `thread`, when `message_ts` is that round's
+/// posted reply — the message a click came from — and the round is the thread's latest; `None`
+/// otherwise (a forged or stale click).
+pub async fn question_at(
+    pool: &PgPool,
+    thread: &firstline_model::ThreadKey,
+    round: u32,
+    index: u32,
+    message_ts: &str,
+) -> Result<Option<Question>, sqlx::Error> {
+    let asked: Option<Json<Question>> = sqlx::query_scalar(
+        "SELECT r.asked -> $6::int FROM rounds r JOIN threads t ON t.id = r.thread_id
+          WHERE t.team_id = $1 AND t.channel_id = $2 AND t.thread_ts = $3
+            AND r.number = $4 AND r.posted_ts = $5 AND r.number = t.rounds
+            AND jsonb_array_length(r.asked) > $6::int",
+    )
+    .bind(&thread.team_id)
+    .bind(&thread.channel_id)
+    .bind(&thread.thread_ts)
+    .bind(i32::try_from(round).unwrap_or(i32::MAX))
+    .bind(message_ts)
+    .bind(i32::try_from(index).unwrap_or(i32::MAX))
+    .fetch_optional(pool)
+    .await?;
+    Ok(asked.map(|q| q.0))
+}

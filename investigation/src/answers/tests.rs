@@ -10,6 +10,7 @@ fn answer(text: &str) -> HumanAnswer {
         user: "U1".into(),
         text: text.into(),
         ts: TS.into(),
+        question: None,
     }
 }
 

@@ -547,6 +547,7 @@ async fn a_humans_prose_answer_reaches_the_model_fenced_with_the_question_it_ans
             user: "U07ONCALL01".into(),
             text: "we rotated the cert at 14:00 and dropped PAYMENT_MODE from the chart".into(),
             ts: "1733011300.000100".into(),
+            question: None,
         });
     let server = ScriptedServer::start([summary(json!([]))])
         .await

@@ -3,6 +3,11 @@
 //! the bot is mentioned (its own event id, the same ts), either POSTed to the Events API URL with
 //! a valid `v0` signature — retried up to 3 times with `X-Slack-Retry-Num` when the bot does not
 //! answer 2xx within 3 s — or pushed over a connected Socket Mode websocket.
+//!
+//! Interactions (a click on a block's button or select, text typed into an input) go the same two
+//! ways: a signed form POST (`payload=<json>`) to the app's interactivity URL — the events URL's
+//! `/slack/interactivity` sibling, as the app manifest configures — which Slack does not retry,
+//! or an `interactive` envelope over the websocket.
 
 use super::state::{APP_ID, Author, BOT_USER_ID, Message, TEAM_ID, Workspace};
 use crate::signing;
@@ -159,6 +164,84 @@ impl Deliverer {
         wrap(workspace, event)
     }
 
+    /// The `block_actions` payload of `user` acting on `message` in `channel`: `action` is the
+    /// action as Slack describes it (`action_id`, `value` or `selected_option`), its `action_ts`
+    /// filled in and, when it has none, the `block_id` of the block holding an element with its
+    /// `action_id`. Returns the payload and the action's ts.
+    pub fn block_actions(
+        workspace: &Workspace,
+        channel: &str,
+        message: &Message,
+        user: &str,
+        mut action: Value,
+    ) -> (Value, String) {
+        let action_ts = workspace.next_ts();
+        action["action_ts"] = json!(action_ts);
+        // Slack names the block the element is in: the first whose element has this action id.
+        if action.get("block_id").is_none()
+            && let Some(block_id) = message
+                .blocks
+                .as_ref()
+                .and_then(Value::as_array)
+                .and_then(|blocks| {
+                    blocks.iter().find(|b| {
+                        let elements = b["elements"].as_array().into_iter().flatten();
+                        elements
+                            .chain(std::iter::once(&b["element"]))
+                            .any(|e| e["action_id"] == action["action_id"])
+                    })
+                })
+                .and_then(|b| b.get("block_id"))
+        {
+            action["block_id"] = block_id.clone();
+        }
+        let mut shown = json!({"type": "message", "ts": message.ts, "text": message.text,
+            "blocks": message.blocks.clone().unwrap_or_else(|| json!([]))});
+        if let Some(thread_ts) = &message.thread_ts {
+            shown["thread_ts"] = json!(thread_ts);
+        }
+        let payload = json!({
+            "type": "block_actions",
+            "team": {"id": TEAM_ID, "domain": "standin"},
+            "user": {"id": user, "username": user, "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "token": "standin-verification-token",
+            "container": {"type": "message", "message_ts": message.ts, "channel_id": channel,
+                          "is_ephemeral": false},
+            "trigger_id": format!("{action_ts}.standin"),
+            "channel": {"id": channel, "name": channel.to_lowercase()},
+            "message": shown,
+            "response_url": "https://hooks.slack.invalid/actions/standin",
+            "actions": [action],
+        });
+        (payload, action_ts)
+    }
+
+    /// Sends interaction `payload` to the bot: over a websocket when one is connected (queued;
+    /// the envelope is re-sent until acked, as events are), else as a signed form POST to the
+    /// interactivity URL, waiting for the answer (Slack gives the app 3 s and does not retry).
+    /// `Err` says why it could not be delivered or was not acknowledged.
+    pub async fn interact(&self, payload: Value) -> Result<(), String> {
+        if let Some(socket) = self.open_sockets().first() {
+            return socket.send(payload).map_err(|e| e.to_string());
+        }
+        let url = self
+            .events_url
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or("no events URL or websocket to deliver to")?;
+        let url = match url.strip_suffix("/slack/events") {
+            Some(base) => format!("{base}/slack/interactivity"),
+            None => return Err(format!("cannot derive the interactivity URL from {url}")),
+        };
+        let body: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", &payload.to_string())
+            .finish();
+        self.post_as(&url, &body, 0, "application/x-www-form-urlencoded")
+            .await
+    }
+
     /// Sends `payload` to the bot in the background.
     pub fn send(self: &std::sync::Arc<Self>, payload: Value) {
         if let Some(socket) = self.open_sockets().first() {
@@ -195,7 +278,18 @@ impl Deliverer {
 
     /// One signed POST, like Slack's (retry headers from the second attempt on).
     pub async fn post(&self, url: &str, body: &str, attempt: u32) -> Result<(), String> {
-        let mut request = hyper::Request::post(url).header("content-type", "application/json");
+        self.post_as(url, body, attempt, "application/json").await
+    }
+
+    /// One signed POST of `body` as `content_type`.
+    async fn post_as(
+        &self,
+        url: &str,
+        body: &str,
+        attempt: u32,
+        content_type: &str,
+    ) -> Result<(), String> {
+        let mut request = hyper::Request::post(url).header("content-type", content_type);
         for (name, value) in signing::headers(&self.secret, signing::now(), body.as_bytes()) {
             request = request.header(name, value);
         }

@@ -205,6 +205,29 @@ impl StandIn {
         Ok(())
     }
 
+    /// `user` clicks (or types into) a block of message `ts` in `channel`: `action` is the action
+    /// as Slack describes it (`{"type": "button", "block_id", "action_id", "value"}`, a
+    /// `static_select` with `selected_option`, a `plain_text_input` with `value`). The bot gets a
+    /// signed `block_actions` interaction over HTTP or Socket Mode, as from Slack, and the call
+    /// returns once it answered: `Ok(action_ts)`, or `Err` saying why it did not acknowledge.
+    pub async fn user_acts(
+        &self,
+        channel: &str,
+        user: &str,
+        ts: &str,
+        action: serde_json::Value,
+    ) -> Result<String, String> {
+        let message = self
+            .state
+            .workspace
+            .message(channel, ts)
+            .ok_or_else(|| format!("no message {ts} in {channel}"))?;
+        let (payload, action_ts) =
+            Deliverer::block_actions(&self.state.workspace, channel, &message, user, action);
+        self.state.deliverer.interact(payload).await?;
+        Ok(action_ts)
+    }
+
     /// Every Web API call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.state.workspace.calls()

@@ -1,6 +1,7 @@
 //! The Socket Mode websocket (`/socket`, the URL `apps.connections.open` returns): sends
-//! `hello`, then wraps each event in an `events_api` envelope; an envelope not acked within 3 s
-//! is sent again with `retry_attempt` + 1 (up to 3 times), as Slack does.
+//! `hello`, then wraps each event in an `events_api` envelope and each interaction
+//! (`block_actions`) in an `interactive` one; an envelope not acked within 3 s is sent again with
+//! `retry_attempt` + 1 (up to 3 times), as Slack does.
 
 use super::StandInState;
 use axum::extract::State;
@@ -78,8 +79,12 @@ async fn send(
     payload: &Value,
     attempt: u64,
 ) -> Result<(), axum::Error> {
+    let (kind, accepts_response) = match payload.get("type").and_then(Value::as_str) {
+        Some("event_callback") => ("events_api", false),
+        _ => ("interactive", true),
+    };
     let envelope = json!({
-        "envelope_id": id, "type": "events_api", "accepts_response_payload": false,
+        "envelope_id": id, "type": kind, "accepts_response_payload": accepts_response,
         "retry_attempt": attempt, "retry_reason": if attempt > 0 { "timeout" } else { "" },
         "payload": payload,
     });

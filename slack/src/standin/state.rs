@@ -282,6 +282,13 @@ impl Workspace {
         })
     }
 
+    /// Message `ts` of `channel`, as it is now.
+    pub fn message(&self, channel: &str, ts: &str) -> Option<Message> {
+        let channels = lock(&self.channels);
+        let (_, messages) = channels.get(channel)?;
+        messages.iter().find(|m| m.ts == ts).cloned()
+    }
+
     /// A thread: the parent, then its replies in order.
     pub fn thread(&self, channel: &str, thread_ts: &str) -> Option<Vec<Message>> {
         let channels = lock(&self.channels);

@@ -1,0 +1,155 @@
+//! Slack interactions: a click on one of a question's choices (a button, a select, Yes/No) or
+//! text typed into its "something else" box (`block_actions`), from the HTTP interactivity
+//! endpoint or a Socket Mode `interactive` envelope — both verified like events before they
+//! reach this module.
+//!
+//! A click is bound to what it was rendered for: its `block_id` names the round and question
+//! ([`AnswerBlock`]), the message it came from must be that round's posted reply and the round
+//! the thread's latest, and a clicked value must be one the question offered
+//! (`Pipeline::handle_interaction` checks against `rounds`). It is then recorded exactly like a
+//! message, of kind `answer`, with the action's `action_ts` as its ts: a click delivered twice
+//! is stored once, and it wakes the round only while the thread awaits an answer.
+
+use firstline_model::{AnswerBlock, ThreadKey};
+use serde_json::Value;
+
+use crate::message::{Incoming, Kind};
+
+/// A click or typed answer, read from a `block_actions` payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Click {
+    pub thread: ThreadKey,
+    /// The message the block is in: the round's reply.
+    pub message_ts: String,
+    pub block: AnswerBlock,
+    pub user: String,
+    /// The value clicked, or the text typed.
+    pub value: String,
+    /// When Slack says the action happened: the recorded message's ts.
+    pub action_ts: String,
+}
+
+/// Why an interaction is acknowledged but not recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAnAnswer {
+    #[error("interaction type `{0}`")]
+    Type(String),
+    #[error("an interaction without {0}")]
+    Incomplete(&'static str),
+    #[error("an action on a block that is not a question's (`{0}`)")]
+    OtherBlock(String),
+}
+
+/// The click a `block_actions` payload carries.
+pub fn read(payload: &Value) -> Result<Click, NotAnAnswer> {
+    let text = |pointer: &'static str| {
+        payload
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .ok_or(NotAnAnswer::Incomplete(pointer))
+    };
+    let kind = payload.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind != "block_actions" {
+        return Err(NotAnAnswer::Type(kind.to_string()));
+    }
+    let action = payload
+        .pointer("/actions/0")
+        .ok_or(NotAnAnswer::Incomplete("/actions/0"))?;
+    let block_id = action
+        .get("block_id")
+        .and_then(Value::as_str)
+        .ok_or(NotAnAnswer::Incomplete("/actions/0/block_id"))?;
+    let block = AnswerBlock::parse(block_id)
+        .ok_or_else(|| NotAnAnswer::OtherBlock(block_id.to_string()))?;
+    let value = action
+        .get("value")
+        .or_else(|| action.pointer("/selected_option/value"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .ok_or(NotAnAnswer::Incomplete("/actions/0/value"))?
+        .to_string();
+    let message_ts = text("/message/ts").or_else(|_| text("/container/message_ts"))?;
+    // The round's reply is in the alert's thread; a reply to a top-level alert has its ts.
+    let thread_ts = text("/message/thread_ts").unwrap_or_else(|_| message_ts.clone());
+    Ok(Click {
+        thread: ThreadKey {
+            team_id: text("/team/id")?,
+            channel_id: text("/channel/id").or_else(|_| text("/container/channel_id"))?,
+            thread_ts,
+        },
+        message_ts,
+        block,
+        user: text("/user/id")?,
+        value,
+        action_ts: action
+            .get("action_ts")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or(NotAnAnswer::Incomplete("/actions/0/action_ts"))?
+            .to_string(),
+    })
+}
+
+impl Click {
+    /// The click as a message to record: kind `answer`, in the question's thread, at the
+    /// action's ts, saying what was clicked or typed.
+    pub fn incoming(&self, payload: &Value) -> Incoming {
+        Incoming {
+            event_id: None,
+            thread: self.thread.clone(),
+            ts: self.action_ts.clone(),
+            thread_ts: Some(self.thread.thread_ts.clone()),
+            kind: Kind::Answer,
+            user_id: Some(self.user.clone()),
+            bot_id: None,
+            app_id: None,
+            username: None,
+            text: self.value.clone(),
+            raw: payload.clone(),
+        }
+    }
+
+    /// The reply's blocks with this question's inputs replaced by who answered what; `None` when
+    /// the payload carries no blocks to change.
+    pub fn answered_blocks(&self, payload: &Value) -> Option<Value> {
+        let blocks = payload.pointer("/message/blocks")?.as_array()?;
+        let ids = [
+            AnswerBlock {
+                typed: false,
+                ..self.block
+            }
+            .block_id(),
+            AnswerBlock {
+                typed: true,
+                ..self.block
+            }
+            .block_id(),
+        ];
+        let mut out: Vec<Value> = Vec::with_capacity(blocks.len());
+        let mut shown = false;
+        for block in blocks {
+            let answered = block
+                .get("block_id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| ids.iter().any(|i| i == id));
+            if !answered {
+                out.push(block.clone());
+            } else if !shown {
+                shown = true;
+                let said = firstline_model::text::clip(&self.value, 200, "…")
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;");
+                out.push(serde_json::json!({"type": "context", "elements": [{"type": "mrkdwn",
+                    "text": format!("✅ <@{}> answered question {}: *{said}*", self.user, self.block.index + 1)}]}));
+            }
+        }
+        shown.then_some(Value::Array(out))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+use super::*;
+use serde_json::json;
+
+fn payload(action: Value) -> Value {
+    json!({
+        "type": "block_actions",
+        "team": {"id": "T07F1RSTDEV"},
+        "user": {"id": "U07ONCALL01"},
+        "api_app_id": "A07F1RSTAPP",
+        "trigger_id": "1.2.3",
+        "container": {"type": "message", "message_ts": "1733140300.000100", "channel_id": "C07INCIDENT"},
+        "channel": {"id": "C07INCIDENT"},
+        "message": {"ts": "1733140300.000100", "thread_ts": "1733140000.000100",
+                    "blocks": [
+                        {"type": "section", "text": {"type": "mrkdwn", "text": "*No cause confirmed yet*"}},
+                        {"type": "actions", "block_id": "firstline.answer.1.0", "elements": []},
+                        {"type": "input", "block_id": "firstline.text.1.0", "element": {}},
+                        {"type": "context", "elements": []}
+                    ]},
+        "actions": [action]
+    })
+}
+
+#[test]
+fn a_button_a_select_and_typed_text_are_read_with_their_question() {
+    let button = payload(json!({"type": "button", "block_id": "firstline.answer.1.0",
+        "action_id": "answer_1", "value": "payments", "action_ts": "1733140310.123456"}));
+    let click = read(&button).expect("a click");
+    assert_eq!(click.thread.thread_ts, "1733140000.000100");
+    assert_eq!(click.thread.channel_id, "C07INCIDENT");
+    assert_eq!(click.message_ts, "1733140300.000100");
+    assert_eq!(
+        click.block,
+        AnswerBlock {
+            round: 1,
+            index: 0,
+            typed: false
+        }
+    );
+    assert_eq!(click.value, "payments");
+    let recorded = click.incoming(&button);
+    assert_eq!(recorded.kind, Kind::Answer);
+    assert_eq!(recorded.ts, "1733140310.123456");
+    assert_eq!(recorded.thread_ts.as_deref(), Some("1733140000.000100"));
+
+    let select = payload(
+        json!({"type": "static_select", "block_id": "firstline.answer.1.2",
+        "action_id": "answer_select", "selected_option": {"value": "shop", "text": {"type": "plain_text", "text": "shop"}},
+        "action_ts": "1733140311.000001"}),
+    );
+    let click = read(&select).expect("a selection");
+    assert_eq!((click.block.index, click.value.as_str()), (2, "shop"));
+
+    let typed = payload(
+        json!({"type": "plain_text_input", "block_id": "firstline.text.1.0",
+        "action_id": "answer_text", "value": "  it's in payments-eu  ", "action_ts": "1733140312.000001"}),
+    );
+    let click = read(&typed).expect("typed text");
+    assert!(click.block.typed);
+    assert_eq!(click.value, "it's in payments-eu");
+}
+
+#[test]
+fn other_interactions_and_incomplete_payloads_are_not_answers() {
+    let mut shortcut = payload(json!({}));
+    shortcut["type"] = json!("shortcut");
+    assert_eq!(read(&shortcut), Err(NotAnAnswer::Type("shortcut".into())));
+    let other_block = payload(json!({"block_id": "feedback", "value": "x", "action_ts": "1.0"}));
+    assert!(matches!(
+        read(&other_block),
+        Err(NotAnAnswer::OtherBlock(_))
+    ));
+    let empty_value =
+        payload(json!({"block_id": "firstline.answer.1.0", "value": " ", "action_ts": "1.0"}));
+    assert!(matches!(
+        read(&empty_value),
+        Err(NotAnAnswer::Incomplete(_))
+    ));
+    let mut no_user =
+        payload(json!({"block_id": "firstline.answer.1.0", "value": "x", "action_ts": "1.0"}));
+    no_user.as_object_mut().map(|o| o.remove("user"));
+    assert_eq!(read(&no_user), Err(NotAnAnswer::Incomplete("/user/id")));
+    assert!(matches!(
+        read(&json!("not an object")),
+        Err(NotAnAnswer::Type(_))
+    ));
+}
+
+#[test]
+fn the_answered_question_shows_who_answered_what_in_place_of_its_inputs() {
+    let button = payload(
+        json!({"block_id": "firstline.answer.1.0", "value": "<!channel> payments",
+        "action_ts": "1733140310.123456"}),
+    );
+    let click = read(&button).expect("a click");
+    let blocks = click.answered_blocks(&button).expect("blocks to change");
+    let blocks = blocks.as_array().expect("an array");
+    assert_eq!(
+        blocks.len(),
+        3,
+        "both inputs replaced by one line: {blocks:#?}"
+    );
+    let line = blocks[1]["elements"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        line.contains("<@U07ONCALL01> answered question 1"),
+        "{line}"
+    );
+    assert!(
+        line.contains("&lt;!channel&gt; payments"),
+        "escaped: {line}"
+    );
+    assert_eq!(blocks[2]["type"], "context");
+}
