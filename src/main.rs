@@ -8,6 +8,7 @@ mod doctor;
 mod embedder;
 mod embedding;
 mod eval;
+mod feedback;
 mod health;
 mod investigate;
 mod migrate;
@@ -53,6 +54,8 @@ enum Command {
     Investigate(investigate::Args),
     /// Run lab scenarios and HolmesGPT fixtures through the incident graph; print a table.
     Eval(eval::Args),
+    /// List the rounds people marked "Wrong cause", each as the start of a lab scenario.
+    Feedback(feedback::Args),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
             Command::Doctor => doctor::run(settings).await,
             Command::Investigate(args) => investigate::run(settings, args).await,
             Command::Eval(args) => eval::run(settings, args).await,
+            Command::Feedback(args) => feedback::run(settings, args).await,
         }
     });
     // Queued spans go out while the runtime still runs (bounded; dropping it would too).
@@ -112,6 +116,7 @@ impl Command {
             Command::Doctor => "doctor",
             Command::Investigate(_) => "investigate",
             Command::Eval(_) => "eval",
+            Command::Feedback(_) => "feedback",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The round's reply as Slack Block Kit: the rendered report (headline, causes with their
 //! evidence quotes, next steps, similar incidents — or the questions) as mrkdwn sections, the
-//! questions' inputs (choices as buttons or a select, Yes/No, a text box for something else), and
-//! a context line saying which round this is and how it was judged. Sections stay under Slack's
+//! questions' inputs (choices as buttons or a select, Yes/No, a text box for something else),
+//! feedback buttons, and a context line saying which round this is and how it was judged. Sections stay under Slack's
 //! 3,000 characters and the message under 50 blocks; the client enforces both again.
 
 use serde_json::{Value, json};
@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 use firstline_slack::limits::sections;
 
 use firstline_investigation::RoundResult;
-use firstline_model::{AnswerBlock, Question, QuestionKind};
+use firstline_model::{AnswerBlock, FeedbackBlock, Question, QuestionKind, Verdict};
 use firstline_slack::limits;
 
-/// Blocks kept for the report (the context line is one more).
+/// Blocks kept for the report and the questions' inputs (the feedback buttons and the context
+/// line are two more).
 const MAX_REPORT_BLOCKS: usize = 45;
 /// `metadata.event_type` of every round reply; a retry finds its own reply by it.
 pub const ROUND_EVENT_TYPE: &str = "firstline_round";
@@ -47,6 +48,7 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
             "text": "_(report shortened to fit one Slack message)_"}}));
     }
     blocks.extend(inputs);
+    blocks.push(feedback_buttons(round));
     let verdict = if result.grounded {
         "grounded: every claim's quote was found in its evidence"
     } else {
@@ -61,6 +63,19 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
         "text": format!("Firstline · round {round} · {verdict} · {evidence} · {} tool calls",
                         result.usage.tool_calls)}]}));
     blocks
+}
+
+/// "Helpful" and "Wrong cause" on every reply, bound to its round: the bot stores one verdict
+/// per person per round, and a cause marked wrong never becomes its incident's cause.
+fn feedback_buttons(round: u32) -> Value {
+    let button = |label: &str, verdict: Verdict| {
+        json!({"type": "button", "action_id": format!("feedback_{}", verdict.as_str()),
+               "text": {"type": "plain_text", "text": label}, "value": verdict.as_str()})
+    };
+    json!({"type": "actions", "block_id": FeedbackBlock { round }.block_id(), "elements": [
+        button("Helpful", Verdict::Helpful),
+        button("Wrong cause", Verdict::Wrong),
+    ]})
 }
 
 /// Buttons shown for a question's choices; more become a select.
@@ -175,17 +190,69 @@ mod tests {
     }
 
     #[test]
-    fn paragraphs_become_sections_and_a_context_line_closes_the_reply() {
+    fn paragraphs_become_sections_then_feedback_buttons_and_a_context_line_close_the_reply() {
         let blocks = round_blocks(&result("*Headline*\n\n*Cause*: x\n> E1: \"q\"", true), 2);
-        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks.len(), 4);
         assert_eq!(blocks[0]["text"]["text"], "*Headline*");
-        let context = blocks[2]["elements"][0]["text"]
+        assert_eq!(blocks[2]["block_id"], "firstline.feedback.2");
+        let values: Vec<&Value> = blocks[2]["elements"]
+            .as_array()
+            .map(|e| e.iter().map(|b| &b["value"]).collect())
+            .unwrap_or_default();
+        assert_eq!(values, [&json!("helpful"), &json!("wrong")]);
+        let context = blocks[3]["elements"][0]["text"]
             .as_str()
             .unwrap_or_default();
         assert!(
             context.contains("round 2") && context.contains("grounded"),
             "{context}"
         );
+    }
+
+    #[test]
+    fn questions_offer_their_choices_bound_to_round_and_question() {
+        use firstline_model::{Question, QuestionKind};
+        let mut asked = result("*No cause confirmed yet*\n\n*Questions*\n1. Which?", false);
+        asked.questions = vec![
+            Question::of(QuestionKind::Namespace, "Which namespace?")
+                .with_choices(["payments".to_string(), "shop".to_string()]),
+            Question::of(QuestionKind::Hypothesis, "Is it the deploy?"),
+            Question::free("Did anything change?"),
+            Question::of(QuestionKind::Workload, "Which workload?")
+                .with_choices((0..8).map(|i| format!("api-{i}"))),
+        ];
+        let blocks = round_blocks(&asked, 3);
+        let block = |id: &str| {
+            blocks
+                .iter()
+                .find(|b| b["block_id"] == id)
+                .unwrap_or_else(|| panic!("{id} in {blocks:#?}"))
+        };
+        let buttons = &block("firstline.answer.3.0")["elements"];
+        assert_eq!(buttons[1]["value"], "shop");
+        assert_eq!(
+            block("firstline.text.3.0")["element"]["type"],
+            "plain_text_input"
+        );
+        assert_eq!(block("firstline.answer.3.1")["elements"][0]["value"], "yes");
+        // A free-text question is answered by a reply: no inputs of its own.
+        assert!(
+            !blocks
+                .iter()
+                .any(|b| b["block_id"] == "firstline.answer.3.2"
+                    || b["block_id"] == "firstline.text.3.2")
+        );
+        // Many choices become one select.
+        let select = &block("firstline.answer.3.3")["elements"][0];
+        assert_eq!(select["type"], "static_select");
+        assert_eq!(select["options"].as_array().map(Vec::len), Some(8));
+        // A grounded reply asks nothing.
+        asked.grounded = true;
+        assert!(!round_blocks(&asked, 3).iter().any(|b| {
+            b["block_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("firstline.answer"))
+        }));
     }
 
     #[test]

@@ -142,6 +142,7 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
                     Handled::Stored { .. }
                     | Handled::Resolved { .. }
                     | Handled::Duplicate
+                    | Handled::Feedback { .. }
                     | Handled::Ignored(_),
                 ) => StatusCode::OK.into_response(),
                 Err(e) => {

@@ -1,7 +1,10 @@
 //! Slack interactions: a click on one of a question's choices (a button, a select, Yes/No) or
-//! text typed into its "something else" box (`block_actions`), from the HTTP interactivity
-//! endpoint or a Socket Mode `interactive` envelope — both verified like events before they
-//! reach this module.
+//! text typed into its "something else" box, or on a reply's feedback buttons ("Helpful",
+//! "Wrong cause") — `block_actions`, from the HTTP interactivity endpoint or a Socket Mode
+//! `interactive` envelope, both verified like events before they reach this module.
+//!
+//! Feedback is bound the same way to the round whose reply it was clicked on, and stored once
+//! per person per round (`round_feedback`), not as a message.
 //!
 //! A click is bound to what it was rendered for: its `block_id` names the round and question
 //! ([`AnswerBlock`]), the message it came from must be that round's posted reply and the round
@@ -10,7 +13,7 @@
 //! message, of kind `answer`, with the action's `action_ts` as its ts: a click delivered twice
 //! is stored once, and it wakes the round only while the thread awaits an answer.
 
-use firstline_model::{AnswerBlock, ThreadKey};
+use firstline_model::{AnswerBlock, FeedbackBlock, ThreadKey, Verdict};
 use serde_json::Value;
 
 use crate::message::{Incoming, Kind};
@@ -29,6 +32,24 @@ pub struct Click {
     pub action_ts: String,
 }
 
+/// What an interaction is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interaction {
+    Answer(Click),
+    Feedback(FeedbackClick),
+}
+
+/// A click on a reply's feedback buttons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedbackClick {
+    pub thread: ThreadKey,
+    /// The reply it was clicked on.
+    pub message_ts: String,
+    pub round: u32,
+    pub user: String,
+    pub verdict: Verdict,
+}
+
 /// Why an interaction is acknowledged but not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotAnAnswer {
@@ -36,12 +57,14 @@ pub enum NotAnAnswer {
     Type(String),
     #[error("an interaction without {0}")]
     Incomplete(&'static str),
-    #[error("an action on a block that is not a question's (`{0}`)")]
+    #[error("an action on a block that is not a question's or a reply's feedback (`{0}`)")]
     OtherBlock(String),
+    #[error("`{0}` is not a verdict")]
+    NoVerdict(String),
 }
 
 /// The click a `block_actions` payload carries.
-pub fn read(payload: &Value) -> Result<Click, NotAnAnswer> {
+pub fn read(payload: &Value) -> Result<Interaction, NotAnAnswer> {
     let text = |pointer: &'static str| {
         payload
             .pointer(pointer)
@@ -61,8 +84,6 @@ pub fn read(payload: &Value) -> Result<Click, NotAnAnswer> {
         .get("block_id")
         .and_then(Value::as_str)
         .ok_or(NotAnAnswer::Incomplete("/actions/0/block_id"))?;
-    let block = AnswerBlock::parse(block_id)
-        .ok_or_else(|| NotAnAnswer::OtherBlock(block_id.to_string()))?;
     let value = action
         .get("value")
         .or_else(|| action.pointer("/selected_option/value"))
@@ -74,15 +95,28 @@ pub fn read(payload: &Value) -> Result<Click, NotAnAnswer> {
     let message_ts = text("/message/ts").or_else(|_| text("/container/message_ts"))?;
     // The round's reply is in the alert's thread; a reply to a top-level alert has its ts.
     let thread_ts = text("/message/thread_ts").unwrap_or_else(|_| message_ts.clone());
-    Ok(Click {
-        thread: ThreadKey {
-            team_id: text("/team/id")?,
-            channel_id: text("/channel/id").or_else(|_| text("/container/channel_id"))?,
-            thread_ts,
-        },
+    let thread = ThreadKey {
+        team_id: text("/team/id")?,
+        channel_id: text("/channel/id").or_else(|_| text("/container/channel_id"))?,
+        thread_ts,
+    };
+    let user = text("/user/id")?;
+    if let Some(feedback) = FeedbackBlock::parse(block_id) {
+        return Ok(Interaction::Feedback(FeedbackClick {
+            thread,
+            message_ts,
+            round: feedback.round,
+            user,
+            verdict: Verdict::parse(&value).ok_or(NotAnAnswer::NoVerdict(value))?,
+        }));
+    }
+    let block = AnswerBlock::parse(block_id)
+        .ok_or_else(|| NotAnAnswer::OtherBlock(block_id.to_string()))?;
+    Ok(Interaction::Answer(Click {
+        thread,
         message_ts,
         block,
-        user: text("/user/id")?,
+        user,
         value,
         action_ts: action
             .get("action_ts")
@@ -90,7 +124,7 @@ pub fn read(payload: &Value) -> Result<Click, NotAnAnswer> {
             .filter(|s| !s.is_empty())
             .ok_or(NotAnAnswer::Incomplete("/actions/0/action_ts"))?
             .to_string(),
-    })
+    }))
 }
 
 impl Click {

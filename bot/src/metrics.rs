@@ -2,7 +2,8 @@
 //! process installs the Prometheus recorder and the bot serves it on `GET /metrics` (see
 //! ARCHITECTURE.md, "Metrics"). Tests that never install it record into a no-op recorder.
 
-/// Counter: events handled, by `outcome` (stored, duplicate, ignored, error, rejected) and `kind`.
+/// Counter: events handled, by `outcome` (stored, duplicate, ignored, refused, error, rejected)
+/// and `kind`.
 pub const EVENTS: &str = "firstline_bot_events_total";
 /// Histogram: seconds from classification to commit.
 pub const INGEST_SECONDS: &str = "firstline_bot_ingest_seconds";
@@ -24,3 +25,6 @@ pub const RESOLUTIONS: &str = "firstline_bot_resolutions_total";
 pub const SLACK_RETRIES: &str = "firstline_bot_slack_retries_total";
 /// Counter: secrets removed from Slack messages before they were stored.
 pub const REDACTIONS: &str = "firstline_bot_redactions_total";
+/// Counter: people's verdicts on a round's reply, by `verdict` (helpful, wrong); a repeated click
+/// counts once.
+pub const FEEDBACK: &str = "firstline_round_feedback_total";

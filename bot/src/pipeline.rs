@@ -8,7 +8,7 @@
 use crate::classify::{Classifier, Skip};
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
-use crate::interaction;
+use crate::interaction::{self, FeedbackClick, Interaction};
 use crate::message::{Incoming, Kind};
 use crate::metrics as names;
 use crate::reactions::{ReactTo, Touch};
@@ -39,6 +39,8 @@ pub enum Handled {
     },
     /// Already stored: a redelivery, or the second event of one mention.
     Duplicate,
+    /// A person's verdict on a round's reply, stored (`changed`: it was new or different).
+    Feedback { round_id: i64, changed: bool },
     /// Not a message (reaction, unknown event type, …): acknowledged, not stored.
     Ignored(String),
 }
@@ -207,7 +209,8 @@ impl Pipeline {
             Ok(Handled::Ignored(reason))
         };
         let click = match interaction::read(payload) {
-            Ok(click) => click,
+            Ok(Interaction::Answer(click)) => click,
+            Ok(Interaction::Feedback(feedback)) => return self.handle_feedback(&feedback).await,
             Err(e) => return refuse(e.to_string()),
         };
         let span = tracing::Span::current();
@@ -270,6 +273,52 @@ impl Pipeline {
                     kind: Kind::Answer,
                     resolved,
                 })
+            }
+        }
+    }
+
+    /// A click on a reply's feedback buttons: stored once per person per round, on the round
+    /// whose reply it was clicked on; a click on any other message changes nothing.
+    async fn handle_feedback(&self, click: &FeedbackClick) -> Result<Handled, IngestError> {
+        let pool = &self.inner.pool;
+        let stored = async {
+            let Some(round_id) = firstline_store::rounds::posted_round(
+                pool,
+                &click.thread,
+                click.round,
+                &click.message_ts,
+            )
+            .await?
+            else {
+                return Ok(None);
+            };
+            firstline_store::feedback::record(pool, round_id, &click.user, click.verdict)
+                .await
+                .map(|changed| Some((round_id, changed)))
+        };
+        let stored = tokio::time::timeout(self.inner.timeout, stored)
+            .await
+            .map_err(|_| IngestError::Timeout(self.inner.timeout))??;
+        match stored {
+            Some((round_id, changed)) => {
+                if changed {
+                    metrics::counter!(names::FEEDBACK, "verdict" => click.verdict.as_str())
+                        .increment(1);
+                }
+                tracing::info!(
+                    round_id,
+                    verdict = click.verdict.as_str(),
+                    changed,
+                    "feedback"
+                );
+                Ok(Handled::Feedback { round_id, changed })
+            }
+            None => {
+                metrics::counter!(names::EVENTS, "outcome" => "refused").increment(1);
+                Ok(Handled::Ignored(format!(
+                    "feedback on round {} of a message that is not its reply",
+                    click.round
+                )))
             }
         }
     }

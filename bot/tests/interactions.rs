@@ -300,3 +300,65 @@ async fn interactions_are_verified_like_events() {
     assert_eq!(asked.answers().await, 1);
     asked.stop().await;
 }
+
+#[tokio::test]
+async fn feedback_is_stored_once_per_person_per_round_and_counted() {
+    let asked = asked(SlackMode::Http).await;
+    let deliverer = asked.slack.deliverer();
+    let feedback = |verdict: &str| {
+        json!({"type": "button", "action_id": format!("feedback_{verdict}"), "value": verdict,
+               "block_id": "firstline.feedback.1"})
+    };
+    let rows = || async {
+        sqlx::query_as::<_, (String, String)>(
+            "SELECT user_id, verdict FROM round_feedback ORDER BY user_id",
+        )
+        .fetch_all(&asked.db.pool)
+        .await
+        .unwrap()
+    };
+    // A double click, then a change of mind: one row, the latest verdict.
+    for verdict in ["helpful", "helpful", "wrong"] {
+        let click = asked.click(ONCALL_USER, feedback(verdict));
+        deliverer.interact(click).await.expect("acknowledged");
+    }
+    assert_eq!(
+        rows().await,
+        [(ONCALL_USER.to_string(), "wrong".to_string())]
+    );
+    // On a message that is not the round's reply, or a round that does not exist: nothing.
+    let mut elsewhere = asked.click("U07ONCALL02", feedback("helpful"));
+    elsewhere["message"]["ts"] = json!("1733140000.000999");
+    elsewhere["container"]["message_ts"] = json!("1733140000.000999");
+    deliverer.interact(elsewhere).await.expect("acknowledged");
+    let mut no_round = asked.click("U07ONCALL02", feedback("helpful"));
+    no_round["actions"][0]["block_id"] = json!("firstline.feedback.9");
+    deliverer.interact(no_round).await.expect("acknowledged");
+    assert_eq!(rows().await.len(), 1);
+    assert_eq!(asked.answers().await, 0, "feedback is not an answer");
+    assert_eq!(asked.wakes().await, 0, "feedback wakes nothing");
+    // Exported on /metrics: the helpful click and the change to wrong, not the repeat.
+    let metrics = http_client()
+        .get(&asked.bot.events_url.replace("/slack/events", "/metrics"))
+        .send()
+        .await;
+    let counted = |verdict: &str| {
+        metrics
+            .body
+            .lines()
+            .find(|l| l.starts_with("firstline_round_feedback_total") && l.contains(verdict))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<f64>().ok())
+    };
+    assert!(
+        counted("helpful").is_some_and(|n| n >= 1.0),
+        "{}",
+        metrics.body
+    );
+    assert!(
+        counted("wrong").is_some_and(|n| n >= 1.0),
+        "{}",
+        metrics.body
+    );
+    asked.stop().await;
+}

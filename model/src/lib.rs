@@ -31,6 +31,6 @@ pub use message::{
     INCIDENT_SCHEMA, IncidentRecord, MESSAGE_SCHEMA, MessageRecord, TopicRecord, WakeRecord,
     incident_text,
 };
-pub use question::{AnswerBlock, Question, QuestionKind};
+pub use question::{AnswerBlock, FeedbackBlock, Question, QuestionKind, Verdict};
 pub use round::{MentionSignal, Trigger};
 pub use thread::ThreadKey;

@@ -116,6 +116,55 @@ impl AnswerBlock {
     }
 }
 
+/// The `block_id` prefix of a round reply's feedback buttons.
+const FEEDBACK_BLOCK: &str = "firstline.feedback";
+
+/// The feedback buttons of round `round`'s reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedbackBlock {
+    pub round: u32,
+}
+
+impl FeedbackBlock {
+    /// The `block_id` the reply renders its feedback buttons with.
+    pub fn block_id(self) -> String {
+        format!("{FEEDBACK_BLOCK}.{}", self.round)
+    }
+
+    /// The block a `block_id` names; `None` for any other block.
+    pub fn parse(block_id: &str) -> Option<Self> {
+        let round = block_id.strip_prefix(FEEDBACK_BLOCK)?.strip_prefix('.')?;
+        Some(Self {
+            round: round.parse().ok()?,
+        })
+    }
+}
+
+/// What a person said of a round's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Helpful,
+    Wrong,
+}
+
+impl Verdict {
+    /// The value its button carries, and `round_feedback.verdict`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Helpful => "helpful",
+            Verdict::Wrong => "wrong",
+        }
+    }
+
+    /// The verdict a button's value names.
+    pub fn parse(value: &str) -> Option<Self> {
+        [Verdict::Helpful, Verdict::Wrong]
+            .into_iter()
+            .find(|v| v.as_str() == value)
+    }
+}
+
 /// What a clicked button or option says for a yes/no question.
 pub const YES: &str = "yes";
 /// See [`YES`].
@@ -205,6 +254,18 @@ mod tests {
         let q = Question::of(QuestionKind::Namespace, "which?").with_choices(["shop".to_string()]);
         assert!(q.offers("shop") && !q.offers("payments") && !q.offers(YES));
         assert!(Question::of(QuestionKind::Hypothesis, "is it?").offers(NO));
+    }
+
+    #[test]
+    fn feedback_blocks_and_verdicts_round_trip() {
+        let block = FeedbackBlock { round: 3 };
+        assert_eq!(FeedbackBlock::parse(&block.block_id()), Some(block));
+        assert_eq!(FeedbackBlock::parse("firstline.answer.3.0"), None);
+        assert_eq!(FeedbackBlock::parse("firstline.feedback.x"), None);
+        for verdict in [Verdict::Helpful, Verdict::Wrong] {
+            assert_eq!(Verdict::parse(verdict.as_str()), Some(verdict));
+        }
+        assert_eq!(Verdict::parse("meh"), None);
     }
 
     #[test]

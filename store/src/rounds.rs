@@ -22,26 +22,35 @@ pub struct RoundOutline {
     pub text: String,
     /// Whether the judge let it post a summary.
     pub grounded: bool,
+    /// Whether anyone marked its reply "Wrong cause" (`round_feedback`).
+    pub marked_wrong: bool,
 }
 
-/// The thread's latest round, and its latest grounded round (often the same one).
+/// The thread's latest round, and its latest grounded round nobody marked wrong (often the same
+/// one).
 pub async fn latest_outlines(
     conn: &mut PgConnection,
     thread_id: i64,
 ) -> Result<(Option<RoundOutline>, Option<RoundOutline>), sqlx::Error> {
     let latest: Option<RoundOutline> = sqlx::query_as(
-        "SELECT headline, cause, text, grounded FROM rounds
-          WHERE thread_id = $1 ORDER BY number DESC LIMIT 1",
+        "SELECT headline, cause, text, grounded,
+                EXISTS (SELECT 1 FROM round_feedback f
+                         WHERE f.round_id = r.id AND f.verdict = 'wrong') AS marked_wrong
+           FROM rounds r WHERE thread_id = $1 ORDER BY number DESC LIMIT 1",
     )
     .bind(thread_id)
     .fetch_optional(&mut *conn)
     .await?;
     let grounded = match &latest {
-        Some(round) if round.grounded => Some(round.clone()),
+        Some(round) if round.grounded && !round.marked_wrong => Some(round.clone()),
         _ => {
+            // A round people marked wrong is never the incident's cause.
             sqlx::query_as(
-                "SELECT headline, cause, text, grounded FROM rounds
-                  WHERE thread_id = $1 AND grounded ORDER BY number DESC LIMIT 1",
+                "SELECT headline, cause, text, grounded, false AS marked_wrong FROM rounds r
+                  WHERE thread_id = $1 AND grounded
+                    AND NOT EXISTS (SELECT 1 FROM round_feedback f
+                                     WHERE f.round_id = r.id AND f.verdict = 'wrong')
+                  ORDER BY number DESC LIMIT 1",
             )
             .bind(thread_id)
             .fetch_optional(&mut *conn)
@@ -100,4 +109,26 @@ pub async fn question_at(
     .fetch_optional(pool)
     .await?;
     Ok(asked.map(|q| q.0))
+}
+
+/// The id of round `round` of thread `thread` when `message_ts` is its posted reply (feedback may
+/// be given on any round's reply, not only the latest); `None` otherwise.
+pub async fn posted_round(
+    pool: &PgPool,
+    thread: &firstline_model::ThreadKey,
+    round: u32,
+    message_ts: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT r.id FROM rounds r JOIN threads t ON t.id = r.thread_id
+          WHERE t.team_id = $1 AND t.channel_id = $2 AND t.thread_ts = $3
+            AND r.number = $4 AND r.posted_ts = $5",
+    )
+    .bind(&thread.team_id)
+    .bind(&thread.channel_id)
+    .bind(&thread.thread_ts)
+    .bind(i32::try_from(round).unwrap_or(i32::MAX))
+    .bind(message_ts)
+    .fetch_optional(pool)
+    .await
 }

@@ -1,4 +1,5 @@
 use super::*;
+use firstline_model::Verdict;
 use serde_json::json;
 
 fn payload(action: Value) -> Value {
@@ -25,7 +26,9 @@ fn payload(action: Value) -> Value {
 fn a_button_a_select_and_typed_text_are_read_with_their_question() {
     let button = payload(json!({"type": "button", "block_id": "firstline.answer.1.0",
         "action_id": "answer_1", "value": "payments", "action_ts": "1733140310.123456"}));
-    let click = read(&button).expect("a click");
+    let Ok(Interaction::Answer(click)) = read(&button) else {
+        panic!("a click")
+    };
     assert_eq!(click.thread.thread_ts, "1733140000.000100");
     assert_eq!(click.thread.channel_id, "C07INCIDENT");
     assert_eq!(click.message_ts, "1733140300.000100");
@@ -48,14 +51,18 @@ fn a_button_a_select_and_typed_text_are_read_with_their_question() {
         "action_id": "answer_select", "selected_option": {"value": "shop", "text": {"type": "plain_text", "text": "shop"}},
         "action_ts": "1733140311.000001"}),
     );
-    let click = read(&select).expect("a selection");
+    let Ok(Interaction::Answer(click)) = read(&select) else {
+        panic!("a selection")
+    };
     assert_eq!((click.block.index, click.value.as_str()), (2, "shop"));
 
     let typed = payload(
         json!({"type": "plain_text_input", "block_id": "firstline.text.1.0",
         "action_id": "answer_text", "value": "  it's in payments-eu  ", "action_ts": "1733140312.000001"}),
     );
-    let click = read(&typed).expect("typed text");
+    let Ok(Interaction::Answer(click)) = read(&typed) else {
+        panic!("typed text")
+    };
     assert!(click.block.typed);
     assert_eq!(click.value, "it's in payments-eu");
 }
@@ -92,7 +99,9 @@ fn the_answered_question_shows_who_answered_what_in_place_of_its_inputs() {
         json!({"block_id": "firstline.answer.1.0", "value": "<!channel> payments",
         "action_ts": "1733140310.123456"}),
     );
-    let click = read(&button).expect("a click");
+    let Ok(Interaction::Answer(click)) = read(&button) else {
+        panic!("a click")
+    };
     let blocks = click.answered_blocks(&button).expect("blocks to change");
     let blocks = blocks.as_array().expect("an array");
     assert_eq!(
@@ -112,4 +121,18 @@ fn the_answered_question_shows_who_answered_what_in_place_of_its_inputs() {
         "escaped: {line}"
     );
     assert_eq!(blocks[2]["type"], "context");
+}
+
+#[test]
+fn feedback_buttons_carry_a_verdict_for_their_round() {
+    let helpful = payload(json!({"type": "button", "block_id": "firstline.feedback.2",
+        "action_id": "feedback_helpful", "value": "helpful", "action_ts": "1733140320.000001"}));
+    let Ok(Interaction::Feedback(click)) = read(&helpful) else {
+        panic!("feedback");
+    };
+    assert_eq!((click.round, click.verdict), (2, Verdict::Helpful));
+    assert_eq!(click.message_ts, "1733140300.000100");
+    let odd =
+        payload(json!({"block_id": "firstline.feedback.2", "value": "meh", "action_ts": "1.0"}));
+    assert_eq!(read(&odd), Err(NotAnAnswer::NoVerdict("meh".into())));
 }

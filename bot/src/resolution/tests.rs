@@ -110,6 +110,7 @@ fn incidents_prefer_the_humans_cause_then_the_grounded_round() {
         cause: Some("memory limit too low".into()),
         text: "checkout restarts: OOMKilled (E1)".into(),
         grounded: true,
+        marked_wrong: false,
     };
     let by_human = IncidentDraft::build(
         Some(alert),
