@@ -1073,10 +1073,14 @@ fn the_deployments_fit_the_processes() {
         .expect("paths");
     assert_eq!(
         paths.len(),
-        2,
-        "only the Events API and interactivity are public"
+        3,
+        "only the Events API, interactivity and commands are public"
     );
-    for (path, route) in paths.iter().zip(["/slack/events", "/slack/interactivity"]) {
+    for (path, route) in
+        paths
+            .iter()
+            .zip(["/slack/events", "/slack/interactivity", "/slack/commands"])
+    {
         assert_eq!(path["path"], route);
         assert_eq!(path["pathType"], "Exact");
         assert_eq!(path["backend"]["service"]["name"], "firstline-bot");
@@ -1472,6 +1476,11 @@ fn the_slack_app_asks_for_exactly_what_the_code_uses() {
         }
     }
 
+    // The slash command the bot serves needs `commands`.
+    if read("bot/src/http.rs").contains("\"/slack/commands\"") {
+        wanted.insert("commands".to_string());
+    }
+
     let http = slack_manifest("deploy/slack-app.yaml");
     let socket = slack_manifest("deploy/slack-app.socket.yaml");
     for (file, manifest) in [
@@ -1512,6 +1521,18 @@ fn the_slack_app_asks_for_exactly_what_the_code_uses() {
         url.replace("/slack/events", "/slack/interactivity")
     );
     assert_eq!(socket["settings"]["interactivity"]["is_enabled"], true);
+    // The slash command: to the bot's commands route, or over the socket.
+    for manifest in [&http, &socket] {
+        assert_eq!(
+            manifest["features"]["slash_commands"][0]["command"],
+            "/firstline"
+        );
+    }
+    assert_eq!(
+        http["features"]["slash_commands"][0]["url"],
+        url.replace("/slack/events", "/slack/commands")
+    );
+    assert!(socket["features"]["slash_commands"][0].get("url").is_none());
     assert!(
         socket["settings"]["interactivity"]
             .get("request_url")

@@ -1,7 +1,8 @@
 //! The Events API endpoint (`POST /slack/events`), the interactivity endpoint (`POST
 //! /slack/interactivity`: clicks on a question's choices, form-encoded `payload=…`, verified the
-//! same way), plus `/healthz` and `/metrics` (which a Socket Mode bot serves alone:
-//! [`operations_router`]).
+//! same way), the slash command endpoint (`POST /slack/commands`: `/firstline`, form-encoded,
+//! answered with a private message), plus `/healthz` and `/metrics` (which a Socket Mode bot
+//! serves alone: [`operations_router`]).
 //!
 //! Order of checks on an event request: body size (413) → signature and 5-minute timestamp
 //! window, verified by slack-morphism's axum layer in constant time (401) → JSON (400) → the
@@ -54,6 +55,10 @@ pub fn router(
         .route(
             "/slack/interactivity",
             post(interactions).layer(listener.events_layer(&secret)),
+        )
+        .route(
+            "/slack/commands",
+            post(commands).layer(listener.events_layer(&secret)),
         );
     events
         .with_state(pipeline)
@@ -179,6 +184,36 @@ async fn interactions(State(pipeline): State<Pipeline>, body: String) -> Respons
         Err(e) => {
             tracing::error!(error = %e, "interaction not recorded");
             (StatusCode::SERVICE_UNAVAILABLE, "not recorded, try again").into_response()
+        }
+    }
+}
+
+/// A verified slash command (form fields `team_id`, `channel_id`, `user_id`, `text`): answered
+/// with a private (ephemeral) message; 503 when the request could not be started.
+async fn commands(State(pipeline): State<Pipeline>, body: String) -> Response {
+    let field = |name: &str| {
+        form_urlencoded::parse(body.as_bytes())
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    };
+    let (Some(team), Some(channel), Some(user)) =
+        (field("team_id"), field("channel_id"), field("user_id"))
+    else {
+        return bad_request("a command without team_id, channel_id or user_id");
+    };
+    let thread = firstline_model::ThreadKey {
+        team_id: team,
+        channel_id: channel,
+        thread_ts: String::new(),
+    };
+    let text = field("text").unwrap_or_default();
+    match pipeline.handle_command(thread, &user, &text).await {
+        Ok(reply) => {
+            Json(serde_json::json!({"response_type": "ephemeral", "text": reply})).into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "slash command not started");
+            (StatusCode::SERVICE_UNAVAILABLE, "not started, try again").into_response()
         }
     }
 }

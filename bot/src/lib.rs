@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! Slack ──Events API (http.rs) or Socket Mode (socket.rs)──▶ pipeline.rs
-//!    interactions (a click on a question's choice, interaction.rs) are recorded the same way
+//!    interactions (a click on a question's choice, interaction.rs) are recorded the same way;
+//!    `/firstline investigate` (command.rs) posts a new thread and records its alert
 //!    classify.rs → ingest/writer.rs (group commit) → ingest.rs: ONE transaction per batch
 //!                  (threads, messages deduped, outbox rows, resolution.rs: resolved thread +
 //!                  incident) → ack each message after its batch commits
@@ -18,6 +19,7 @@
 //! the rest.
 
 pub mod classify;
+pub mod command;
 pub mod http;
 pub mod ingest;
 pub mod interaction;

@@ -6,6 +6,7 @@
 //! part of the record (the 👀 reaction) run after commit, off the ack path.
 
 use crate::classify::{Classifier, Skip};
+use crate::command;
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
 use crate::interaction::{self, FeedbackClick, Interaction};
@@ -13,7 +14,9 @@ use crate::message::{Incoming, Kind};
 use crate::metrics as names;
 use crate::reactions::{ReactTo, Touch};
 use crate::resolution;
+use firstline_model::ThreadKey;
 use firstline_model::reactions::{CHECK_MARK, EYES};
+use firstline_slack::SlackApi;
 use serde_json::Value;
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -45,6 +48,15 @@ pub enum Handled {
     Ignored(String),
 }
 
+/// Why a `/firstline investigate` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("posting the thread's first message failed: {0}")]
+    Slack(#[from] firstline_slack::SlackApiError),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+}
+
 /// Why an event could not be recorded. Slack must not get a 2xx: it will retry.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -74,9 +86,11 @@ struct Inner {
     touches: Option<Touches>,
 }
 
-/// Where the pipeline queues what it does to Slack after a commit.
+/// Where the pipeline queues what it does to Slack after a commit, and the Web API it posts a
+/// `/firstline investigate` thread with.
 #[derive(Debug, Clone)]
 pub struct Touches {
+    pub api: Arc<SlackApi>,
     pub queue: mpsc::Sender<Touch>,
     /// React 👀 to recorded mentions (`bot.ack_reaction`).
     pub react: bool,
@@ -321,6 +335,67 @@ impl Pipeline {
                 )))
             }
         }
+    }
+
+    /// `/firstline …` by `user` in `channel`: help and usage are answered; `investigate` posts
+    /// the new thread's first message, records it as that thread's alert (which wakes its round)
+    /// and says so. Returns the private reply. `Err` when the request could not be recorded.
+    pub async fn handle_command(
+        &self,
+        thread: ThreadKey,
+        user: &str,
+        text: &str,
+    ) -> Result<String, CommandError> {
+        let subject = match command::parse(text) {
+            command::Request::Help => return Ok(command::HELP.to_string()),
+            command::Request::Usage(typed) => {
+                return Ok(format!(
+                    "I did not understand `{}`. {}",
+                    firstline_model::text::prefix(&typed, 80),
+                    command::USAGE
+                ));
+            }
+            command::Request::Investigate(subject) => subject,
+        };
+        let Some(touches) = &self.inner.touches else {
+            return Ok("I cannot post here: no Slack bot token is configured.".to_string());
+        };
+        let posted = touches
+            .api
+            .post_message(&firstline_slack::OutgoingMessage {
+                channel: thread.channel_id.clone(),
+                thread_ts: None,
+                text: format!(
+                    "🔎 Investigating {} (asked by <@{user}>). I will reply in this thread.",
+                    subject.describe()
+                ),
+                blocks: None,
+                metadata: None,
+            })
+            .await?;
+        let alert = Incoming {
+            event_id: None,
+            thread: ThreadKey {
+                thread_ts: posted.clone(),
+                ..thread
+            },
+            ts: posted,
+            thread_ts: None,
+            kind: Kind::Alert,
+            user_id: Some(user.to_string()),
+            bot_id: None,
+            app_id: None,
+            username: None,
+            text: subject.alert_text(user),
+            raw: serde_json::json!({"command": "/firstline", "user_id": user, "text": text}),
+        };
+        let (alert, _) = alert.redacted();
+        self.record(alert, Instant::now()).await?;
+        metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => "command").increment(1);
+        Ok(format!(
+            "Started an investigation of {} in a new thread.",
+            subject.describe()
+        ))
     }
 
     /// A ✅ reaction: resolve the thread of the alert it is on, if a person added it.

@@ -142,6 +142,7 @@ pub async fn start(
             let (tx, rx) = tokio::sync::mpsc::channel(1024);
             tasks.spawn(reactions::run(api.clone(), rx, cancel.clone()));
             Touches {
+                api: api.clone(),
                 queue: tx,
                 react: settings.bot.ack_reaction,
             }

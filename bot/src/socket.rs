@@ -3,7 +3,8 @@
 //!
 //! After the envelope, events take the same [`Pipeline`] as the Events API, and dedupe on
 //! `event_id` covers redelivered envelopes; `interactive` envelopes (clicks on a question's
-//! choices) take the pipeline's interaction path, deduped on the action's ts. The ack goes out when the callback returns, so the
+//! choices) take the pipeline's interaction path, deduped on the action's ts, and
+//! `slash_commands` envelopes the command path, answered in the ack. The ack goes out when the callback returns, so the
 //! callback does only the bounded recording transaction (`bot.ingest_timeout_ms`); reactions and
 //! relays happen elsewhere. If recording fails, no ack is sent and Slack redelivers
 //! (ARCHITECTURE.md, invariant 2: ack after commit, never after anything else).
@@ -44,7 +45,8 @@ impl SocketModeListener {
         );
         let callbacks = SlackSocketModeListenerCallbacks::new()
             .with_push_events(on_push_event)
-            .with_interaction_events(on_interaction);
+            .with_interaction_events(on_interaction)
+            .with_command_events(on_command);
         let config = SlackClientSocketModeConfig::new().with_max_connections_count(1);
         let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
         let token =
@@ -93,6 +95,33 @@ async fn on_interaction(
     let payload = serde_json::to_value(event)?;
     pipeline.handle_interaction(&payload).await?;
     Ok(())
+}
+
+async fn on_command(
+    event: SlackCommandEvent,
+    _client: Arc<SlackHyperClient>,
+    state: SlackClientEventsUserState,
+) -> UserCallbackResult<SlackCommandEventResponse> {
+    let pipeline = {
+        let guard = state.read().await;
+        guard
+            .get_user_state::<Pipeline>()
+            .cloned()
+            .ok_or("Socket Mode: pipeline missing from listener state")?
+    };
+    let thread = firstline_model::ThreadKey {
+        team_id: event.team_id.to_string(),
+        channel_id: event.channel_id.to_string(),
+        thread_ts: String::new(),
+    };
+    let text = event.text.unwrap_or_default();
+    let reply = pipeline
+        .handle_command(thread, event.user_id.as_ref(), &text)
+        .await?;
+    Ok(
+        SlackCommandEventResponse::new(SlackMessageContent::new().with_text(reply))
+            .with_response_type(SlackMessageResponseType::Ephemeral),
+    )
 }
 
 /// A failed callback: no ack, so Slack redelivers the envelope.

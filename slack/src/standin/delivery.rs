@@ -26,12 +26,40 @@ const ACK_DEADLINE: Duration = Duration::from_secs(3);
 /// Slack retries a failed delivery this many times.
 const RETRIES: u32 = 3;
 
+/// What goes over a Socket Mode connection, by envelope type.
+#[derive(Debug, Clone)]
+pub enum Envelope {
+    /// `events_api`.
+    Events(Value),
+    /// `interactive`: a click on a block.
+    Interactive(Value),
+    /// `slash_commands`.
+    Command(Value),
+}
+
+impl Envelope {
+    /// Its `type`, and whether the app may answer in the ack.
+    pub fn kind(&self) -> (&'static str, bool) {
+        match self {
+            Envelope::Events(_) => ("events_api", false),
+            Envelope::Interactive(_) => ("interactive", true),
+            Envelope::Command(_) => ("slash_commands", true),
+        }
+    }
+
+    pub fn payload(&self) -> &Value {
+        match self {
+            Envelope::Events(p) | Envelope::Interactive(p) | Envelope::Command(p) => p,
+        }
+    }
+}
+
 /// Where events go.
 #[derive(Debug)]
 pub struct Deliverer {
     secret: String,
     events_url: Mutex<Option<String>>,
-    sockets: Mutex<Vec<mpsc::UnboundedSender<Value>>>,
+    sockets: Mutex<Vec<mpsc::UnboundedSender<Envelope>>>,
     client: Client<HttpConnector, Full<Bytes>>,
     retry_delay: Duration,
 }
@@ -55,7 +83,7 @@ impl Deliverer {
     }
 
     /// Registers a Socket Mode connection; events go to sockets while any is connected.
-    pub fn add_socket(&self, socket: mpsc::UnboundedSender<Value>) {
+    pub fn add_socket(&self, socket: mpsc::UnboundedSender<Envelope>) {
         self.sockets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -68,7 +96,7 @@ impl Deliverer {
     }
 
     /// The Socket Mode connections still open; closed ones are forgotten.
-    fn open_sockets(&self) -> Vec<mpsc::UnboundedSender<Value>> {
+    fn open_sockets(&self) -> Vec<mpsc::UnboundedSender<Envelope>> {
         let mut sockets = self.sockets.lock().unwrap_or_else(|p| p.into_inner());
         sockets.retain(|s| !s.is_closed());
         sockets.clone()
@@ -223,18 +251,11 @@ impl Deliverer {
     /// `Err` says why it could not be delivered or was not acknowledged.
     pub async fn interact(&self, payload: Value) -> Result<(), String> {
         if let Some(socket) = self.open_sockets().first() {
-            return socket.send(payload).map_err(|e| e.to_string());
+            return socket
+                .send(Envelope::Interactive(payload))
+                .map_err(|e| e.to_string());
         }
-        let url = self
-            .events_url
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or("no events URL or websocket to deliver to")?;
-        let url = match url.strip_suffix("/slack/events") {
-            Some(base) => format!("{base}/slack/interactivity"),
-            None => return Err(format!("cannot derive the interactivity URL from {url}")),
-        };
+        let url = self.sibling_url("/slack/interactivity")?;
         let body: String = form_urlencoded::Serializer::new(String::new())
             .append_pair("payload", &payload.to_string())
             .finish();
@@ -242,10 +263,69 @@ impl Deliverer {
             .await
     }
 
+    /// Sends slash command `fields` (`command`, `text`, `user_id`, `channel_id`, …) to the bot:
+    /// over a websocket when one is connected (`Ok(None)`: Socket Mode answers in the ack), else
+    /// as a signed form POST to the commands URL (the events URL's `/slack/commands` sibling),
+    /// returning the bot's JSON answer.
+    pub async fn command(&self, fields: &[(&str, &str)]) -> Result<Option<Value>, String> {
+        if let Some(socket) = self.open_sockets().first() {
+            let payload: serde_json::Map<String, Value> = fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            return socket
+                .send(Envelope::Command(Value::Object(payload)))
+                .map(|()| None)
+                .map_err(|e| e.to_string());
+        }
+        let url = self.sibling_url("/slack/commands")?;
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in fields {
+            form.append_pair(k, v);
+        }
+        let body = form.finish();
+        let mut request =
+            hyper::Request::post(&url).header("content-type", "application/x-www-form-urlencoded");
+        for (name, value) in signing::headers(&self.secret, signing::now(), body.as_bytes()) {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        let response = tokio::time::timeout(ACK_DEADLINE, self.client.request(request))
+            .await
+            .map_err(|_| "no answer within 3 s".to_string())?
+            .map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| format!("the answer is not JSON: {e}"))
+    }
+
+    /// The bot's endpoint `path` beside its events URL.
+    fn sibling_url(&self, path: &str) -> Result<String, String> {
+        let url = self
+            .events_url
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or("no events URL or websocket to deliver to")?;
+        match url.strip_suffix("/slack/events") {
+            Some(base) => Ok(format!("{base}{path}")),
+            None => Err(format!("cannot derive {path} from {url}")),
+        }
+    }
+
     /// Sends `payload` to the bot in the background.
     pub fn send(self: &std::sync::Arc<Self>, payload: Value) {
         if let Some(socket) = self.open_sockets().first() {
-            let _ = socket.send(payload);
+            let _ = socket.send(Envelope::Events(payload));
             return;
         }
         let url = self

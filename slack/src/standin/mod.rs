@@ -228,6 +228,40 @@ impl StandIn {
         Ok(action_ts)
     }
 
+    /// `user` runs `/firstline text` in `channel`: the bot gets the slash command, signed over
+    /// HTTP (the bot's JSON answer is returned) or over Socket Mode (`None`: answered in the ack).
+    pub async fn user_runs_command(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+    ) -> Result<Option<serde_json::Value>, String> {
+        self.state
+            .workspace
+            .ensure_channel(channel, &channel.to_lowercase());
+        let trigger = format!("{}.standin", self.state.workspace.next_ts());
+        self.state
+            .deliverer
+            .command(&[
+                ("token", "standin-verification-token"),
+                ("team_id", state::TEAM_ID),
+                ("team_domain", "standin"),
+                ("channel_id", channel),
+                ("channel_name", &channel.to_lowercase()),
+                ("user_id", user),
+                ("user_name", user),
+                ("command", "/firstline"),
+                ("text", text),
+                ("api_app_id", state::APP_ID),
+                (
+                    "response_url",
+                    "https://hooks.slack.invalid/commands/standin",
+                ),
+                ("trigger_id", &trigger),
+            ])
+            .await
+    }
+
     /// Every Web API call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.state.workspace.calls()

@@ -1,9 +1,10 @@
 //! The Socket Mode websocket (`/socket`, the URL `apps.connections.open` returns): sends
 //! `hello`, then wraps each event in an `events_api` envelope and each interaction
-//! (`block_actions`) in an `interactive` one; an envelope not acked within 3 s is sent again with
+//! (`block_actions`) in an `interactive` one and each slash command in a `slash_commands` one; an envelope not acked within 3 s is sent again with
 //! `retry_attempt` + 1 (up to 3 times), as Slack does.
 
 use super::StandInState;
+use super::delivery::Envelope;
 use axum::extract::State;
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
@@ -22,7 +23,7 @@ pub async fn upgrade(State(state): State<StandInState>, ws: WebSocketUpgrade) ->
 }
 
 async fn serve(state: StandInState, mut socket: WebSocket) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Envelope>();
     state.deliverer.add_socket(tx);
     let hello = json!({"type": "hello", "num_connections": 1,
         "connection_info": {"app_id": super::state::APP_ID},
@@ -35,7 +36,7 @@ async fn serve(state: StandInState, mut socket: WebSocket) {
         return;
     }
     // envelope id → (payload, attempt, deadline)
-    let mut unacked: HashMap<String, (Value, u64, Instant)> = HashMap::new();
+    let mut unacked: HashMap<String, (Envelope, u64, Instant)> = HashMap::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
@@ -76,13 +77,11 @@ async fn serve(state: StandInState, mut socket: WebSocket) {
 async fn send(
     socket: &mut WebSocket,
     id: &str,
-    payload: &Value,
+    payload: &Envelope,
     attempt: u64,
 ) -> Result<(), axum::Error> {
-    let (kind, accepts_response) = match payload.get("type").and_then(Value::as_str) {
-        Some("event_callback") => ("events_api", false),
-        _ => ("interactive", true),
-    };
+    let (kind, accepts_response) = payload.kind();
+    let payload = payload.payload();
     let envelope = json!({
         "envelope_id": id, "type": kind, "accepts_response_payload": accepts_response,
         "retry_attempt": attempt, "retry_reason": if attempt > 0 { "timeout" } else { "" },
