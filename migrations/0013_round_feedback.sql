@@ -6,6 +6,8 @@ CREATE TABLE round_feedback (
     round_id   bigint      NOT NULL REFERENCES rounds (id) ON DELETE CASCADE,
     user_id    text        NOT NULL,
     verdict    text        NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+    -- The right cause, as the person wrote it in the "Wrong cause" dialog (optional, redacted).
+    note       text,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     UNIQUE (round_id, user_id)

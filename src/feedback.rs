@@ -62,6 +62,13 @@ fn scenario_start(round: &WrongRound) -> String {
             .map(|c| format!("; cause: {}", one_line(c)))
             .unwrap_or_default()
     );
+    for note in &round.notes {
+        let _ = writeln!(
+            out,
+            "  The right cause, as the thread said: {}.",
+            one_line(note)
+        );
+    }
     let _ = writeln!(out, "alert:\n  text: |");
     for line in round
         .alert
@@ -107,6 +114,7 @@ mod tests {
             cause: Some("Missing configuration:\nPAYMENT_MODE".into()),
             alert: Some("[FIRING:1] KubePodCrashLooping\nnamespace=shop".into()),
             users: vec!["U1".into(), "U2".into()],
+            notes: vec!["the node's disk\nfilled up".into()],
             marked_at: chrono::DateTime::from_timestamp(1_733_140_500, 0).expect("a time"),
             evidence: Json(vec![(
                 "E1".into(),

@@ -92,6 +92,7 @@ const WEB_API_METHODS: &[&str] = &[
     "conversations.replies",
     "reactions.add",
     "reactions.remove",
+    "views.open",
 ];
 /// Slack's spec predates granular bot permissions: its legacy scope names, and today's.
 const LEGACY_SCOPES: &[(&str, &str)] = &[

@@ -72,6 +72,18 @@ async fn a_round_marked_wrong_is_never_the_incidents_cause_and_is_listed_with_it
         "the incident takes the latest grounded round nobody marked wrong"
     );
 
+    assert!(
+        feedback::note(pool, 2, "U1", "the node's disk filled up")
+            .await
+            .expect("stored")
+    );
+    assert!(
+        !feedback::note(pool, 2, "U2", "not mine to say")
+            .await
+            .expect("checked"),
+        "only who marked it wrong writes the right cause"
+    );
+
     let mut command = Command::new(env!("CARGO_BIN_EXE_firstline"));
     for (key, _) in std::env::vars() {
         if key.starts_with("FIRSTLINE_") {
@@ -101,6 +113,10 @@ async fn a_round_marked_wrong_is_never_the_incidents_cause_and_is_listed_with_it
     );
     assert!(
         text.contains("cause: OOMKilled: memory limit too low"),
+        "{text}"
+    );
+    assert!(
+        text.contains("The right cause, as the thread said: the node's disk filled up."),
         "{text}"
     );
     assert!(text.contains("    namespace=shop"), "{text}");

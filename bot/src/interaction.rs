@@ -37,6 +37,41 @@ pub struct Click {
 pub enum Interaction {
     Answer(Click),
     Feedback(FeedbackClick),
+    /// The "Wrong cause" dialog, submitted: the right cause as the person wrote it.
+    RightCause(RightCause),
+}
+
+/// The "Wrong cause" dialog's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RightCause {
+    /// The round it is about (`rounds.id`, carried in the dialog's `private_metadata`).
+    pub round_id: i64,
+    pub user: String,
+    /// What they wrote; empty when they wrote nothing.
+    pub text: String,
+}
+
+/// The dialog's `callback_id`, and its one input's block and action.
+const RIGHT_CAUSE_VIEW: &str = "firstline.wrong_cause";
+const RIGHT_CAUSE_BLOCK: &str = "right_cause";
+const RIGHT_CAUSE_ACTION: &str = "text";
+
+/// The dialog a "Wrong cause" click opens for round `round_id`: the right cause, optional.
+pub fn right_cause_view(round_id: i64) -> Value {
+    serde_json::json!({
+        "type": "modal",
+        "callback_id": RIGHT_CAUSE_VIEW,
+        "private_metadata": round_id.to_string(),
+        "title": {"type": "plain_text", "text": "Wrong cause"},
+        "submit": {"type": "plain_text", "text": "Save"},
+        "close": {"type": "plain_text", "text": "Skip"},
+        "blocks": [{
+            "type": "input", "block_id": RIGHT_CAUSE_BLOCK, "optional": true,
+            "label": {"type": "plain_text", "text": "What was the right cause?"},
+            "element": {"type": "plain_text_input", "action_id": RIGHT_CAUSE_ACTION,
+                        "multiline": true, "max_length": 1000}
+        }]
+    })
 }
 
 /// A click on a reply's feedback buttons.
@@ -48,6 +83,8 @@ pub struct FeedbackClick {
     pub round: u32,
     pub user: String,
     pub verdict: Verdict,
+    /// Opens the "Wrong cause" dialog (valid for 3 s).
+    pub trigger_id: Option<String>,
 }
 
 /// Why an interaction is acknowledged but not recorded.
@@ -74,6 +111,24 @@ pub fn read(payload: &Value) -> Result<Interaction, NotAnAnswer> {
             .ok_or(NotAnAnswer::Incomplete(pointer))
     };
     let kind = payload.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind == "view_submission"
+        && payload.pointer("/view/callback_id").and_then(Value::as_str) == Some(RIGHT_CAUSE_VIEW)
+    {
+        let round_id = text("/view/private_metadata")?
+            .parse()
+            .map_err(|_| NotAnAnswer::Incomplete("/view/private_metadata"))?;
+        let written = payload
+            .pointer(&format!(
+                "/view/state/values/{RIGHT_CAUSE_BLOCK}/{RIGHT_CAUSE_ACTION}/value"
+            ))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Ok(Interaction::RightCause(RightCause {
+            round_id,
+            user: text("/user/id")?,
+            text: firstline_model::text::prefix(written.trim(), 1000).to_string(),
+        }));
+    }
     if kind != "block_actions" {
         return Err(NotAnAnswer::Type(kind.to_string()));
     }
@@ -108,6 +163,7 @@ pub fn read(payload: &Value) -> Result<Interaction, NotAnAnswer> {
             round: feedback.round,
             user,
             verdict: Verdict::parse(&value).ok_or(NotAnAnswer::NoVerdict(value))?,
+            trigger_id: text("/trigger_id").ok(),
         }));
     }
     let block = AnswerBlock::parse(block_id)

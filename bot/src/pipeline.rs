@@ -9,12 +9,13 @@ use crate::classify::{Classifier, Skip};
 use crate::command;
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
-use crate::interaction::{self, FeedbackClick, Interaction};
+use crate::interaction::{self, FeedbackClick, Interaction, RightCause};
 use crate::message::{Incoming, Kind};
 use crate::metrics as names;
 use crate::reactions::{ReactTo, Touch};
 use crate::resolution;
 use firstline_model::ThreadKey;
+use firstline_model::Verdict;
 use firstline_model::reactions::{CHECK_MARK, EYES};
 use firstline_slack::SlackApi;
 use serde_json::Value;
@@ -225,6 +226,7 @@ impl Pipeline {
         let click = match interaction::read(payload) {
             Ok(Interaction::Answer(click)) => click,
             Ok(Interaction::Feedback(feedback)) => return self.handle_feedback(&feedback).await,
+            Ok(Interaction::RightCause(right)) => return self.handle_right_cause(&right).await,
             Err(e) => return refuse(e.to_string()),
         };
         let span = tracing::Span::current();
@@ -325,6 +327,19 @@ impl Pipeline {
                     changed,
                     "feedback"
                 );
+                // Newly marked wrong: ask for the right cause (optional), while the click's
+                // trigger is valid.
+                if let (true, Verdict::Wrong, Some(trigger_id), Some(touches)) = (
+                    changed,
+                    click.verdict,
+                    &click.trigger_id,
+                    &self.inner.touches,
+                ) {
+                    let _ = touches.queue.try_send(Touch::OpenView {
+                        trigger_id: trigger_id.clone(),
+                        view: interaction::right_cause_view(round_id),
+                    });
+                }
                 Ok(Handled::Feedback { round_id, changed })
             }
             None => {
@@ -334,6 +349,29 @@ impl Pipeline {
                     click.round
                 )))
             }
+        }
+    }
+
+    /// The "Wrong cause" dialog, submitted: its text (redacted) is stored on the person's own
+    /// "wrong" verdict for that round; from anyone else, nothing.
+    async fn handle_right_cause(&self, right: &RightCause) -> Result<Handled, IngestError> {
+        let text = firstline_redact::redact(&right.text).text;
+        let stored = tokio::time::timeout(
+            self.inner.timeout,
+            firstline_store::feedback::note(&self.inner.pool, right.round_id, &right.user, &text),
+        )
+        .await
+        .map_err(|_| IngestError::Timeout(self.inner.timeout))??;
+        if stored {
+            Ok(Handled::Feedback {
+                round_id: right.round_id,
+                changed: true,
+            })
+        } else {
+            metrics::counter!(names::EVENTS, "outcome" => "refused").increment(1);
+            Ok(Handled::Ignored(
+                "a right cause from someone who did not mark that round wrong".into(),
+            ))
         }
     }
 

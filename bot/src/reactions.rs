@@ -1,6 +1,6 @@
 //! What the bot does to Slack after a commit, off the ack path: the reaction on a recorded
-//! mention (👀, or ✅ when it resolved its thread), and a question's reply edited to show who
-//! answered what. A background task fed by the pipeline, so a slow or failing Slack never delays
+//! mention (👀, or ✅ when it resolved its thread), a question's reply edited to show who
+//! answered what, and the "Wrong cause" dialog opened. A background task fed by the pipeline, so a slow or failing Slack never delays
 //! an ack. Best effort: a failure is logged, not retried (the message is already recorded and its
 //! round queued).
 
@@ -30,6 +30,11 @@ pub enum Touch {
         channel: String,
         ts: String,
         blocks: Value,
+    },
+    /// Open `view` for the person whose click gave `trigger_id` (the "Wrong cause" dialog).
+    OpenView {
+        trigger_id: String,
+        view: Value,
     },
 }
 
@@ -64,6 +69,11 @@ pub async fn run(
                     .await;
                 if let Err(e) = updated {
                     tracing::warn!(%channel, %ts, error = %e, "could not show who answered");
+                }
+            }
+            Touch::OpenView { trigger_id, view } => {
+                if let Err(e) = api.open_view(&trigger_id, &view).await {
+                    tracing::warn!(error = %e, "could not open the dialog");
                 }
             }
         }

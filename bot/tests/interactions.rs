@@ -318,14 +318,47 @@ async fn feedback_is_stored_once_per_person_per_round_and_counted() {
         .unwrap()
     };
     // A double click, then a change of mind: one row, the latest verdict.
+    let mut trigger = String::new();
     for verdict in ["helpful", "helpful", "wrong"] {
         let click = asked.click(ONCALL_USER, feedback(verdict));
+        trigger = click["trigger_id"].as_str().unwrap_or_default().to_string();
         deliverer.interact(click).await.expect("acknowledged");
     }
     assert_eq!(
         rows().await,
         [(ONCALL_USER.to_string(), "wrong".to_string())]
     );
+
+    // "Wrong cause" opened the dialog for the right cause; its text is stored on that verdict,
+    // redacted, and someone who did not mark the round wrong cannot add one.
+    let (view_id, view) =
+        firstline_testkit::wait_for("the dialog", Duration::from_secs(10), || async {
+            asked.slack.workspace().view_for(&trigger)
+        })
+        .await;
+    assert_eq!(view["callback_id"], "firstline.wrong_cause");
+    let typed = [(
+        "right_cause",
+        "text",
+        "the node's disk filled up; password=hunter2hunter2",
+    )];
+    asked
+        .slack
+        .user_submits_view("U07ONCALL02", &view_id, &view, &typed)
+        .await
+        .expect("acknowledged");
+    asked
+        .slack
+        .user_submits_view(ONCALL_USER, &view_id, &view, &typed)
+        .await
+        .expect("acknowledged");
+    let note: Option<String> = sqlx::query_scalar("SELECT note FROM round_feedback")
+        .fetch_one(&asked.db.pool)
+        .await
+        .unwrap();
+    let note = note.expect("the right cause stored");
+    assert!(note.starts_with("the node's disk filled up"), "{note}");
+    assert!(!note.contains("hunter2"), "redacted: {note}");
     // On a message that is not the round's reply, or a round that does not exist: nothing.
     let mut elsewhere = asked.click("U07ONCALL02", feedback("helpful"));
     elsewhere["message"]["ts"] = json!("1733140000.000999");

@@ -235,6 +235,27 @@ impl SlackApi {
         .map(|_| ())
     }
 
+    /// Opens dialog `view` for the person whose click gave `trigger_id` (valid for 3 s after the
+    /// click). Returns the view's id.
+    pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<String, SlackApiError> {
+        const METHOD: &str = "views.open";
+        let request = json!({"trigger_id": trigger_id, "view": view});
+        let session = self.client.open_session(&self.token);
+        let response: Value = self
+            .call(METHOD, None, || {
+                session.http_session_api.http_post(METHOD, &request, None)
+            })
+            .await?;
+        response
+            .pointer("/view/id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or(SlackApiError::MissingField {
+                method: METHOD,
+                field: "view.id",
+            })
+    }
+
     /// Adds reaction `name` (e.g. `eyes`) to message `ts`; `already_reacted` counts as success.
     pub async fn add_reaction(
         &self,

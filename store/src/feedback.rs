@@ -29,6 +29,26 @@ pub async fn record(
     Ok(changed.rows_affected() > 0)
 }
 
+/// Stores `text`, the right cause as `user` wrote it, on their "wrong" verdict on round
+/// `round_id`. Returns whether they had marked it wrong (else nothing is stored).
+pub async fn note(
+    pool: &PgPool,
+    round_id: i64,
+    user: &str,
+    text: &str,
+) -> Result<bool, sqlx::Error> {
+    let stored = sqlx::query(
+        "UPDATE round_feedback SET note = nullif($3, ''), updated_at = now()
+          WHERE round_id = $1 AND user_id = $2 AND verdict = 'wrong'",
+    )
+    .bind(round_id)
+    .bind(user)
+    .bind(text)
+    .execute(pool)
+    .await?;
+    Ok(stored.rows_affected() > 0)
+}
+
 /// A round people marked wrong, with what it said and read.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct WrongRound {
@@ -42,6 +62,8 @@ pub struct WrongRound {
     pub alert: Option<String>,
     /// Who marked it wrong.
     pub users: Vec<String>,
+    /// The right causes they wrote, when they did.
+    pub notes: Vec<String>,
     pub marked_at: DateTime<Utc>,
     /// Its evidence: `(id, capability, excerpt)`, in order.
     pub evidence: Json<Vec<(String, String, String)>>,
@@ -54,6 +76,8 @@ pub async fn wrong_rounds(pool: &PgPool, limit: i64) -> Result<Vec<WrongRound>, 
                 (SELECT m.text FROM messages m WHERE m.thread_id = t.id AND m.kind = 'alert'
                   ORDER BY m.ts::numeric LIMIT 1) AS alert,
                 array_agg(f.user_id ORDER BY f.updated_at) AS users,
+                coalesce(array_agg(f.note ORDER BY f.updated_at) FILTER (WHERE f.note IS NOT NULL),
+                         '{}') AS notes,
                 max(f.updated_at) AS marked_at,
                 coalesce((SELECT jsonb_agg(jsonb_build_array(e.ref, e.capability, e.excerpt)
                                            ORDER BY e.id)

@@ -136,3 +136,22 @@ fn feedback_buttons_carry_a_verdict_for_their_round() {
         payload(json!({"block_id": "firstline.feedback.2", "value": "meh", "action_ts": "1.0"}));
     assert_eq!(read(&odd), Err(NotAnAnswer::NoVerdict("meh".into())));
 }
+
+#[test]
+fn the_wrong_cause_dialog_submitted_carries_its_round_and_text() {
+    let mut view = right_cause_view(42);
+    view["id"] = json!("V00000001");
+    view["state"] = json!({"values": {"right_cause": {"text": {"type": "plain_text_input",
+        "value": "  the node's disk filled up  "}}}});
+    let submitted = json!({"type": "view_submission", "team": {"id": "T07F1RSTDEV"},
+        "user": {"id": "U07ONCALL01"}, "view": view});
+    let Ok(Interaction::RightCause(right)) = read(&submitted) else {
+        panic!("the dialog's answer");
+    };
+    assert_eq!((right.round_id, right.user.as_str()), (42, "U07ONCALL01"));
+    assert_eq!(right.text, "the node's disk filled up");
+    // Another app's dialog is not ours.
+    let mut other = submitted.clone();
+    other["view"]["callback_id"] = json!("something_else");
+    assert!(matches!(read(&other), Err(NotAnAnswer::Type(_))));
+}

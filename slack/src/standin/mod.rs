@@ -228,6 +228,38 @@ impl StandIn {
         Ok(action_ts)
     }
 
+    /// `user` submits dialog `view_id` (opened by the bot with `views.open`), having typed
+    /// `typed` — `(block_id, action_id, value)` — into its inputs: the bot gets a signed
+    /// `view_submission` interaction, as from Slack.
+    pub async fn user_submits_view(
+        &self,
+        user: &str,
+        view_id: &str,
+        view: &serde_json::Value,
+        typed: &[(&str, &str, &str)],
+    ) -> Result<(), String> {
+        let mut values = serde_json::Map::new();
+        for (block, action, value) in typed {
+            values.insert(
+                block.to_string(),
+                serde_json::json!({*action: {"type": "plain_text_input", "value": value}}),
+            );
+        }
+        let mut submitted = view.clone();
+        submitted["id"] = serde_json::json!(view_id);
+        submitted["state"] = serde_json::json!({"values": values});
+        let payload = serde_json::json!({
+            "type": "view_submission",
+            "team": {"id": state::TEAM_ID, "domain": "standin"},
+            "user": {"id": user, "username": user, "team_id": state::TEAM_ID},
+            "api_app_id": state::APP_ID,
+            "token": "standin-verification-token",
+            "trigger_id": format!("{}.standin", self.state.workspace.next_ts()),
+            "view": submitted,
+        });
+        self.state.deliverer.interact(payload).await
+    }
+
     /// `user` runs `/firstline text` in `channel`: the bot gets the slash command, signed over
     /// HTTP (the bot's JSON answer is returned) or over Socket Mode (`None`: answered in the ack).
     pub async fn user_runs_command(

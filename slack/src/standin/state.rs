@@ -133,6 +133,8 @@ pub struct Workspace {
     failures: Mutex<HashMap<String, VecDeque<Failure>>>,
     clock: AtomicU64,
     event_seq: AtomicU64,
+    /// Dialogs the bot opened (`views.open`): id, the trigger it answered, the view.
+    views: Mutex<Vec<(String, String, serde_json::Value)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -280,6 +282,22 @@ impl Workspace {
             }
             Ok(author_user(&message.author))
         })
+    }
+
+    /// Records a dialog the bot opened for `trigger`; returns its id.
+    pub fn open_view(&self, trigger: &str, view: serde_json::Value) -> String {
+        let mut views = lock(&self.views);
+        let id = format!("V{:08}", views.len() + 1);
+        views.push((id.clone(), trigger.to_string(), view));
+        id
+    }
+
+    /// The dialog opened for `trigger`: its id and view.
+    pub fn view_for(&self, trigger: &str) -> Option<(String, serde_json::Value)> {
+        lock(&self.views)
+            .iter()
+            .find(|(_, t, _)| t == trigger)
+            .map(|(id, _, view)| (id.clone(), view.clone()))
     }
 
     /// Message `ts` of `channel`, as it is now.

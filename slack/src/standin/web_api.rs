@@ -221,6 +221,19 @@ fn answer(state: &StandInState, method: &str, params: &Map<String, Value>) -> Va
                 None => json!({"ok": false, "error": "channel_not_found"}),
             }
         }
+        "views.open" => {
+            let trigger = str_param(params, "trigger_id");
+            match json_param(params, "view").filter(Value::is_object) {
+                _ if trigger.is_empty() => json!({"ok": false, "error": "invalid_trigger_id"}),
+                Some(view) => {
+                    let id = ws.open_view(trigger, view.clone());
+                    let mut shown = view;
+                    shown["id"] = json!(id);
+                    json!({"ok": true, "view": shown})
+                }
+                None => json!({"ok": false, "error": "invalid_arguments"}),
+            }
+        }
         _ => json!({"ok": false, "error": "unknown_method"}),
     }
 }
