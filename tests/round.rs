@@ -223,6 +223,46 @@ async fn a_click_on_a_question_choice_gives_a_grounded_round_and_a_second_click_
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_answer_written_while_the_round_runs_starts_exactly_one_next_round() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    // Round 1's first step pauses: the reply lands before it has asked anything.
+    app.start_worker(Some("round.graph.after_step=1*return(8000)"))
+        .await;
+    let alert = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
+        ))
+        .await;
+    firstline_testkit::wait_for("round 1's first step", ROUND, || async {
+        (app.count("SELECT count(*) FROM round_checkpoints WHERE round = 1 AND step = 1")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    app.say(&alert, "it's the payments-api one").await;
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    assert!(!rounds[0].grounded, "round 1 asked: {rounds:?}");
+    assert!(rounds[1].grounded, "round 2 used the answer: {rounds:?}");
+    assert!(
+        rounds[1]
+            .text
+            .as_deref()
+            .is_some_and(|t| t.contains("`payments-api` (matched by name)")),
+        "{rounds:?}"
+    );
+    app.wait_run_count(&alert, 1).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.rounds(&alert).await.len(), 2, "exactly one next round");
+    assert_eq!(
+        app.count("SELECT count(*) FROM threads WHERE awaiting_answer")
+            .await,
+        0
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn mentions_during_a_round_cause_exactly_one_more_and_a_later_one_starts_a_new_run() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     // The first graph step of the first round pauses for 12 s, past the 5 s heartbeat timeout:

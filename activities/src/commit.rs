@@ -58,16 +58,22 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     .await?;
     let Some((round_id,)) = inserted else {
         tx.rollback().await?;
-        let (round_id, grounded): (i64, bool) =
-            sqlx::query_as("SELECT id, grounded FROM rounds WHERE thread_id = $1 AND number = $2")
-                .bind(thread_id)
-                .bind(round as i32)
-                .fetch_one(pool)
-                .await?;
+        let (round_id, grounded, asked): (i64, bool, bool) = sqlx::query_as(
+            "SELECT id, grounded, jsonb_array_length(asked) > 0 FROM rounds
+              WHERE thread_id = $1 AND number = $2",
+        )
+        .bind(thread_id)
+        .bind(round as i32)
+        .fetch_one(pool)
+        .await?;
+        let mut conn = pool.acquire().await?;
+        let answered_meanwhile =
+            !grounded && asked && replied_since_start(&mut conn, round_id).await?;
         return Ok(CommitOutcome {
             round_id,
             grounded,
             inserted: false,
+            answered_meanwhile,
         });
     };
 
@@ -75,8 +81,11 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
         insert_evidence(&mut tx, round_id, evidence).await?;
     }
     insert_claims(&mut tx, round_id, &result, &[]).await?;
-    // The latest round decides whether the thread awaits an answer (`threads.awaiting_answer`):
-    // a person's reply then wakes the next round without a mention.
+    // People who replied while the round ran are its answers already: the next round starts
+    // right away. Otherwise the latest round decides whether the thread awaits an answer
+    // (`threads.awaiting_answer`): a person's reply then wakes the next round without a mention.
+    let answered_meanwhile =
+        awaits_answer(&result) && replied_since_start(&mut tx, round_id).await?;
     sqlx::query(
         "UPDATE threads SET rounds = greatest(rounds, $2), last_activity_at = now(),
                 awaiting_answer = CASE WHEN $2 >= rounds THEN $3 ELSE awaiting_answer END
@@ -84,7 +93,7 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
     )
     .bind(thread_id)
     .bind(round as i32)
-    .bind(awaits_answer(&result))
+    .bind(awaits_answer(&result) && !answered_meanwhile)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -99,7 +108,25 @@ pub async fn commit_round(pool: &PgPool, input: &CommitInput) -> Result<CommitOu
         round_id,
         grounded: result.grounded,
         inserted: true,
+        answered_meanwhile,
     })
+}
+
+/// Whether a person wrote in the thread of round `round_id` after it started (a reply, a
+/// mention or a click it never read).
+async fn replied_since_start(
+    tx: &mut sqlx::PgConnection,
+    round_id: i64,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM rounds r JOIN messages m ON m.thread_id = r.thread_id
+                         WHERE r.id = $1 AND m.user_id IS NOT NULL
+                           AND m.kind IN ('chatter', 'mention', 'answer')
+                           AND m.received_at > r.started_at)",
+    )
+    .bind(round_id)
+    .fetch_one(tx)
+    .await
 }
 
 /// Whether a round's reply leaves the thread awaiting an answer: it asked instead of posting.

@@ -45,7 +45,7 @@ pub async fn load_context(
     // The newest messages (a long thread's oldest ones matter least), oldest first; the alert
     // (the first one, or the parent) is read on its own so it is never cut off.
     let mut messages: Vec<StoredMessage> = sqlx::query_as(
-        "SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text,
+        "SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text, received_at,
                 CASE WHEN kind = 'answer' THEN raw #>> '{actions,0,block_id}' END AS block_id
            FROM messages
           WHERE thread_id = $1 AND kind IN ('alert', 'mention', 'chatter', 'bot_echo', 'answer')
@@ -57,11 +57,11 @@ pub async fn load_context(
     .await?;
     messages.reverse();
     let first: Vec<StoredMessage> = sqlx::query_as(
-        "(SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text,
+        "(SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text, received_at,
                  NULL::text AS block_id FROM messages
            WHERE thread_id = $1 AND kind = 'alert' ORDER BY ts::numeric LIMIT 1)
          UNION ALL
-         (SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text,
+         (SELECT ts, kind, user_id, coalesce(bot_id, username) AS bot, text, received_at,
                  NULL::text AS block_id FROM messages
            WHERE thread_id = $1 AND kind IN ('mention', 'chatter', 'bot_echo')
            ORDER BY (ts = $2) DESC, ts::numeric LIMIT 1)",
@@ -87,18 +87,16 @@ pub async fn load_context(
         Some(round) if !round.grounded => round.questions.0.clone(),
         _ => Vec::new(),
     };
-    // Answers: what people wrote after the last round's reply (or after it was committed, when
-    // the reply has no ts yet).
-    let answered_after = last.and_then(|round| round.posted_ts.clone());
+    // Answers: what people wrote after the last round started — it never read them, whether
+    // they came while it ran or after it asked.
+    let answered_after = last.map(|round| round.started_at);
     let human_answers = if last.is_some_and(|round| !round.grounded) {
         messages
             .iter()
             .filter(|m| {
                 m.user_id.is_some()
                     && matches!(m.kind.as_str(), "chatter" | "mention" | "answer")
-                    && answered_after
-                        .as_deref()
-                        .is_none_or(|after| ts_after(&m.ts, after))
+                    && answered_after.is_none_or(|after| m.received_at > after)
             })
             .map(|m| HumanAnswer {
                 user: m.user_id.clone().unwrap_or_default(),
@@ -146,6 +144,7 @@ struct StoredMessage {
     user_id: Option<String>,
     bot: Option<String>,
     text: String,
+    received_at: chrono::DateTime<Utc>,
     /// The block a click came from (kind `answer`): which question it answers.
     block_id: Option<String>,
 }
@@ -221,13 +220,6 @@ fn round_summary(round: &RoundRecap) -> String {
     }
 }
 
-fn ts_after(ts: &str, after: &str) -> bool {
-    match (ts.parse::<f64>(), after.parse::<f64>()) {
-        (Ok(ts), Ok(after)) => ts > after,
-        _ => ts > after,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +231,7 @@ mod tests {
             user_id: Some("U1".into()),
             bot: None,
             text: text.into(),
+            received_at: Utc::now(),
             block_id: None,
         }
     }

@@ -71,12 +71,15 @@ pub struct RoundRecap {
     pub questions: Json<Vec<Question>>,
     /// Its reply's ts, once posted.
     pub posted_ts: Option<String>,
+    /// When it started: what people wrote after this, it did not read.
+    pub started_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Every committed round of thread `thread_id`, oldest first.
 pub async fn recaps(pool: &PgPool, thread_id: i64) -> Result<Vec<RoundRecap>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT number, grounded, headline, cause, asked AS questions, posted_ts FROM rounds
+        "SELECT number, grounded, headline, cause, asked AS questions, posted_ts, started_at
+           FROM rounds
           WHERE thread_id = $1 ORDER BY number",
     )
     .bind(thread_id)

@@ -4,7 +4,8 @@
 //! loop {
 //!     load_context → guards (resolved, rounds ≥ max, age > max) → return
 //!     run_graph → commit_round → post_to_thread → (with a model) refine_round → edit_post
-//!     a mention came in meanwhile? next round : grounded? return : wait for a mention ≤ idle
+//!     a mention (or, after asking, a reply) came in meanwhile? next round
+//!         : grounded? return : wait for a mention ≤ idle
 //! }
 //! ```
 //!
@@ -217,7 +218,7 @@ impl IncidentRound {
             rounds_run += 1;
             answered = seen;
 
-            if ctx.state(|s| s.mentions.len()) > seen {
+            if ctx.state(|s| s.mentions.len()) > seen || committed.answered_meanwhile {
                 continue;
             }
             // What was committed and posted decides, not the graph attempt's own report.

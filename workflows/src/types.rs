@@ -185,6 +185,10 @@ pub struct CommitOutcome {
     pub grounded: bool,
     /// False when the round was already committed (a retry).
     pub inserted: bool,
+    /// The round asked, and people replied while it ran: the next round starts right away,
+    /// with their replies as answers.
+    #[serde(default)]
+    pub answered_meanwhile: bool,
 }
 
 /// `post_to_thread`'s input.
