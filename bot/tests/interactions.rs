@@ -395,3 +395,71 @@ async fn feedback_is_stored_once_per_person_per_round_and_counted() {
     );
     asked.stop().await;
 }
+
+#[tokio::test]
+async fn a_person_answers_from_the_standins_page_by_click_or_reply() {
+    let asked = asked(SlackMode::Http).await;
+    let page = http_client()
+        .get(&format!("{}/", asked.slack.url()))
+        .send()
+        .await;
+    assert!(
+        page.body
+            .contains("<button name=value value='payments'>payments</button>"),
+        "the question's choices are buttons on the page: {}",
+        page.body
+    );
+    let form = |pairs: &[(&str, &str)]| {
+        let mut body = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in pairs {
+            body.append_pair(k, v);
+        }
+        body.finish()
+    };
+    let clicked = http_client()
+        .post(&format!("{}/ui/act", asked.slack.url()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("channel", INCIDENTS),
+            ("ts", &asked.reply_ts),
+            ("block_id", "firstline.answer.1.0"),
+            ("action_id", "answer_1"),
+            ("kind", "button"),
+            ("value", "shop"),
+        ]))
+        .send()
+        .await;
+    assert_eq!(clicked.status(), 303, "{}", clicked.body);
+    wait_count(
+        &asked.db.pool,
+        "the clicked answer",
+        "SELECT count(*) FROM messages WHERE kind = 'answer' AND text = 'shop'",
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    let thread_ts: String = sqlx::query_scalar("SELECT thread_ts FROM threads")
+        .fetch_one(&asked.db.pool)
+        .await
+        .unwrap();
+    let replied = http_client()
+        .post(&format!("{}/ui/say", asked.slack.url()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("channel", INCIDENTS),
+            ("thread_ts", &thread_ts),
+            ("text", "it's in shop"),
+        ]))
+        .send()
+        .await;
+    assert_eq!(replied.status(), 303);
+    wait_count(
+        &asked.db.pool,
+        "the reply",
+        "SELECT count(*) FROM messages WHERE kind = 'chatter' AND text = 'it''s in shop' AND thread_ts IS NOT NULL",
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    asked.stop().await;
+}

@@ -6,7 +6,9 @@
 //! - `GET /socket` — Socket Mode ([`socket`]).
 //! - `POST /webhook/{channel}` — an incoming webhook (Alertmanager's and Grafana's Slack receivers
 //!   work; legacy `attachments` are kept on the message, as Slack keeps them).
-//! - `GET /` — an HTML view of channels and threads ([`html`]).
+//! - `GET /` — an HTML view of channels and threads ([`html`]), where a person can also click a
+//!   message's buttons, pick from its selects, type into its inputs, and reply in a thread
+//!   (`POST /ui/act`, `POST /ui/say`).
 //!
 //! Every message posted (by the bot, a webhook or a simulated person) is delivered to the bot as
 //! Slack would deliver it ([`delivery`]), blocks, attachments and metadata included; so is every
@@ -52,6 +54,41 @@ pub struct StandInState {
 impl StandInState {
     fn socket_url(&self) -> String {
         format!("ws://{}/socket", self.addr)
+    }
+
+    /// A person posts `text` in `channel` (in `thread_ts`'s thread when given); returns the ts.
+    fn say(&self, channel: &str, user: &str, text: &str, thread_ts: Option<&str>) -> String {
+        self.workspace
+            .ensure_channel(channel, &channel.to_lowercase());
+        let message = Message::text(
+            self.workspace.next_ts(),
+            thread_ts.map(str::to_string),
+            Author::User {
+                user: user.to_string(),
+            },
+            text.to_string(),
+        );
+        let ts = message.ts.clone();
+        self.publish(channel, message);
+        ts
+    }
+
+    /// `user` acts on a block of message `ts` in `channel` (see [`StandIn::user_acts`]).
+    async fn act(
+        &self,
+        channel: &str,
+        user: &str,
+        ts: &str,
+        action: serde_json::Value,
+    ) -> Result<String, String> {
+        let message = self
+            .workspace
+            .message(channel, ts)
+            .ok_or_else(|| format!("no message {ts} in {channel}"))?;
+        let (payload, action_ts) =
+            Deliverer::block_actions(&self.workspace, channel, &message, user, action);
+        self.deliverer.interact(payload).await?;
+        Ok(action_ts)
     }
 
     /// Stores `message` and delivers its events.
@@ -111,6 +148,8 @@ impl StandIn {
             .route("/api/{method}", any(web_api::method))
             .route("/webhook/{channel}", post(web_api::webhook))
             .route("/socket", get(socket::upgrade))
+            .route("/ui/say", post(html::say))
+            .route("/ui/act", post(html::act))
             .with_state(state.clone());
         tokio::spawn(async move {
             let served = axum::serve(listener, router)
@@ -152,20 +191,7 @@ impl StandIn {
         text: &str,
         thread_ts: Option<&str>,
     ) -> String {
-        self.state
-            .workspace
-            .ensure_channel(channel, &channel.to_lowercase());
-        let message = Message::text(
-            self.state.workspace.next_ts(),
-            thread_ts.map(str::to_string),
-            Author::User {
-                user: user.to_string(),
-            },
-            text.to_string(),
-        );
-        let ts = message.ts.clone();
-        self.state.publish(channel, message);
-        ts
+        self.state.say(channel, user, text, thread_ts)
     }
 
     /// An integration (Alertmanager's incoming webhook, under `username`) posts `text` at the top
@@ -217,15 +243,7 @@ impl StandIn {
         ts: &str,
         action: serde_json::Value,
     ) -> Result<String, String> {
-        let message = self
-            .state
-            .workspace
-            .message(channel, ts)
-            .ok_or_else(|| format!("no message {ts} in {channel}"))?;
-        let (payload, action_ts) =
-            Deliverer::block_actions(&self.state.workspace, channel, &message, user, action);
-        self.state.deliverer.interact(payload).await?;
-        Ok(action_ts)
+        self.state.act(channel, user, ts, action).await
     }
 
     /// `user` submits dialog `view_id` (opened by the bot with `views.open`), having typed
