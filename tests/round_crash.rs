@@ -2,7 +2,8 @@
 //! `investigate` is calling tools, right after the join's step is checkpointed, and between
 //! Slack accepting the reply and its ts being stored. A second worker finishes the round with
 //! exactly one post, no tool call repeated (counted at the lab MCP server) and the same
-//! evidence as a clean run.
+//! evidence as a clean run. Also killed in the round a person's answer woke: that round
+//! finishes, once, on the answer.
 
 mod support;
 
@@ -178,5 +179,45 @@ async fn a_stalled_worker_that_wakes_up_late_is_fenced_off() {
     );
     assert_eq!(app.count("SELECT count(*) FROM rounds").await, 1);
     assert_eq!(app.bot_replies(&alert).len(), 1, "exactly one post");
+    app.stop().await;
+}
+
+/// A worker killed after a person's answer was recorded, in the round it woke: the next worker
+/// finishes that round — grounded on the answer — with exactly one reply, and no third round.
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_in_the_round_an_answer_woke() {
+    let mut settings = test_settings();
+    settings.round.activity_timeout_secs = 6;
+    let mut app = RoundApp::spawn(CRASHLOOP, settings).await;
+    let first = app.start_worker(None).await;
+    let alert = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
+        ))
+        .await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(!rounds[0].grounded, "round 1 asked: {rounds:?}");
+    app.kill_worker(first).await;
+
+    // The answer is recorded and wakes round 2 on a worker that pauses after its first step…
+    let second = app
+        .start_worker(Some("round.graph.after_step=return(60000)"))
+        .await;
+    app.say(&alert, "it's the payments-api one").await;
+    firstline_testkit::wait_for("round 2's first step", ROUND, || async {
+        (app.count("SELECT count(*) FROM round_checkpoints WHERE round = 2 AND step = 1")
+            .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    // …and is killed there.
+    app.kill_worker(second).await;
+    app.start_worker(None).await;
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    assert!(rounds[1].grounded, "round 2 used the answer: {rounds:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.rounds(&alert).await.len(), 2, "exactly one next round");
+    assert_eq!(app.bot_replies(&alert).len(), 2, "one reply per round");
     app.stop().await;
 }

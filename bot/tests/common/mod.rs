@@ -204,7 +204,8 @@ impl Http {
 impl RequestBuilder {
     /// Sets header `k` (replacing one of the same name).
     pub fn header(mut self, k: &str, v: impl Into<String>) -> Self {
-        self.headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        self.headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case(k));
         self.headers.push((k.into(), v.into()));
         self
     }
