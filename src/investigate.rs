@@ -101,6 +101,7 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
                 user: "cli".into(),
                 text: text.to_string(),
                 ts: String::new(),
+                clicked: false,
             }])
             .ok_or_else(|| {
                 anyhow::anyhow!(

@@ -219,6 +219,16 @@ async fn a_click_on_a_question_choice_gives_a_grounded_round_and_a_second_click_
         .expect("acknowledged");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(app.rounds(&alert).await.len(), 2, "exactly one next round");
+    // Two replies and no failure note: a click is no message to react to.
+    let replies = app.bot_replies(&alert);
+    assert_eq!(replies.len(), 2, "{replies:#?}");
+    assert!(
+        replies.iter().all(|r| r
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m["event_type"] == "firstline_round")),
+        "{replies:#?}"
+    );
     app.stop().await;
 }
 

@@ -123,6 +123,7 @@ impl Incoming {
                 user,
                 text: self.text.clone(),
                 ts: self.ts.clone(),
+                clicked: self.kind == Kind::Answer,
             },
         }
     }

@@ -20,6 +20,9 @@ pub struct MentionSignal {
     pub user: String,
     /// The message text.
     pub text: String,
-    /// The message ts.
+    /// The message ts (for a click on a question's choice: the action's ts, no message's).
     pub ts: String,
+    /// A click, not a message: there is nothing to react to.
+    #[serde(default)]
+    pub clicked: bool,
 }

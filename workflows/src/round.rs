@@ -95,10 +95,11 @@ impl IncidentRound {
                 });
             };
             let round = context.rounds_done + 1;
-            // Every message the round answers: its mentions (their 👀), else the alert.
+            // Every message the round answers: its mentions and replies (their 👀; a click is
+            // no message), else the alert.
             let mut react_to: Vec<String> = mentions
                 .iter()
-                .filter(|m| m.ts != context.alert.ts)
+                .filter(|m| m.ts != context.alert.ts && !m.clicked)
                 .map(|m| m.ts.clone())
                 .collect();
             if react_to.is_empty() && !context.alert.ts.is_empty() {

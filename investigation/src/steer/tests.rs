@@ -5,6 +5,7 @@ fn mention(text: &str) -> MentionSignal {
         user: "U1".into(),
         text: text.into(),
         ts: "1733140200.000100".into(),
+        clicked: false,
     }
 }
 
