@@ -233,6 +233,38 @@ async fn a_click_on_a_question_choice_gives_a_grounded_round_and_a_second_click_
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_answer_nobody_can_read_gets_one_clarification_with_the_candidates() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    let alert = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
+        ))
+        .await;
+    app.wait_rounds(&alert, 1, ROUND).await;
+    app.say(&alert, "no idea, ask the platform team").await;
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    assert!(!rounds[1].grounded, "{rounds:?}");
+    let asked = rounds[1].text.as_deref().unwrap_or_default();
+    assert!(
+        asked.contains("I could not match \"no idea, ask the platform team\"")
+            && asked.contains("`payments-api`"),
+        "one clarification, with the candidates:\n{asked}"
+    );
+    let questions = app.round_input(&alert, 2).await;
+    assert_eq!(
+        questions["answers"][0]["reading"]["read"], "unread",
+        "{}",
+        questions["answers"]
+    );
+    // The clarification answered: the round uses it.
+    app.say(&alert, "payments-api").await;
+    let rounds = app.wait_rounds(&alert, 3, ROUND).await;
+    assert!(rounds[2].grounded, "{rounds:?}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_answer_written_while_the_round_runs_starts_exactly_one_next_round() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     // Round 1's first step pauses: the reply lands before it has asked anything.

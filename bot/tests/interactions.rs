@@ -298,6 +298,25 @@ async fn interactions_are_verified_like_events() {
     // The same body, signed now: recorded.
     assert_eq!(post_signed(&url, &body, 0, &[]).await, 200);
     assert_eq!(asked.answers().await, 1);
+    // A pick from a select is read like a button (a question with many choices shows one).
+    let select = asked.click(
+        "U07ONCALL03",
+        json!({"type": "static_select", "action_id": "answer_select",
+               "block_id": "firstline.answer.1.0", "selected_option": {"value": "shop"}}),
+    );
+    asked
+        .slack
+        .deliverer()
+        .interact(select)
+        .await
+        .expect("acknowledged");
+    let picked: String = sqlx::query_scalar(
+        "SELECT text FROM messages WHERE kind = 'answer' AND user_id = 'U07ONCALL03'",
+    )
+    .fetch_one(&asked.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(picked, "shop");
     asked.stop().await;
 }
 

@@ -105,9 +105,10 @@ impl ReadAnswer {
 /// Reads `answers` (oldest first) against `questions`, the ones the last round asked. An answer
 /// with `key=value` labels is read as them; otherwise against the first question that reads it
 /// — strict readings (a choice, a time, yes or no) before a name stated where no choices were
-/// offered. An answer nothing reads answers a free-text question when one is open, else it is
-/// unread (against the first question). With no question open, only labels are read. `zone`:
-/// the workspace's time zone.
+/// offered. An answer nothing reads is unread against the first typed question no earlier
+/// answer read (it gets clarified); when every typed question has its answer, it answers a
+/// free-text question. With no question open, only labels are read. `zone`: the workspace's
+/// time zone.
 pub fn read(questions: &[Question], answers: &[HumanAnswer], zone: Tz) -> Vec<ReadAnswer> {
     // With no question open (every one was asked before), labels are still read.
     let unasked = Question::default();
@@ -131,10 +132,25 @@ pub fn read(questions: &[Question], answers: &[HumanAnswer], zone: Tz) -> Vec<Re
                     .then_some((q, reading))
             })
         };
+        // A typed question no earlier answer has read still needs its answer: prose that reads
+        // as none is unread against it (and clarified), before it is taken as free text.
+        let still_open = questions.iter().find(|q| {
+            q.kind != QuestionKind::FreeText
+                && !out
+                    .iter()
+                    .any(|r: &ReadAnswer| r.question == **q && !r.unread())
+        });
         let (question, reading) = if !labels.is_empty() {
             (first, Reading::Labels { labels })
         } else if let Some(found) = read_with(false).or_else(|| read_with(true)) {
             found
+        } else if let Some(open) = still_open {
+            (
+                open,
+                Reading::Unread {
+                    candidates: open.choices.clone(),
+                },
+            )
         } else if let Some(free) = questions.iter().find(|q| q.kind == QuestionKind::FreeText) {
             (free, Reading::Prose)
         } else {

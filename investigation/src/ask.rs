@@ -102,7 +102,7 @@ fn clarifications(state: &IncidentState) -> Vec<Question> {
         {
             continue;
         }
-        let said = quote_line(&answer.said);
+        let said = format!("\"{}\"", quote_line(&answer.said));
         let text = if candidates.is_empty() {
             format!(
                 "I could not read {said} as {}. {}",

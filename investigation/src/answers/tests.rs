@@ -157,6 +157,21 @@ fn times_in_the_workspace_zone_and_durations_ago() {
 }
 
 #[test]
+fn prose_is_unread_while_a_typed_question_waits_for_its_answer() {
+    let questions = [
+        namespace_question(&["payments", "shop"]),
+        Question::free("Did anything change around 14:02 UTC?"),
+    ];
+    let read = read(
+        &questions,
+        &[answer("no idea, ask the platform team")],
+        chrono_tz::UTC,
+    );
+    assert_eq!(read[0].question.kind, QuestionKind::Namespace);
+    assert!(read[0].unread(), "{read:?}");
+}
+
+#[test]
 fn each_answer_goes_to_the_question_that_reads_it() {
     let questions = [
         namespace_question(&["payments", "shop"]),
