@@ -534,6 +534,39 @@ async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_reaction_slack_refuses_never_fails_the_round() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    app.start_worker(None).await;
+    // The message the round reacts to is gone by then (deleted, or never in this workspace):
+    // Slack says so however often it is asked.
+    for _ in 0..20 {
+        app.slack.fail_next(
+            "reactions.add",
+            firstline_slack::standin::state::Failure::Error("message_not_found".into()),
+        );
+    }
+    let alert = app.post_alert(None).await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(rounds[0].grounded, "{rounds:?}");
+    let outcome = app.run_outcome(&alert, ROUND).await;
+    assert_eq!(outcome["outcome"], "answered", "{outcome}");
+    let replies = app.bot_replies(&alert);
+    assert_eq!(
+        replies.len(),
+        1,
+        "the report and no failure note: {replies:#?}"
+    );
+    assert!(
+        app.slack
+            .calls()
+            .iter()
+            .any(|c| c.method == "reactions.add"),
+        "the refused reaction was tried"
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_round_that_cannot_post_says_so_in_the_thread() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     app.start_worker(None).await;

@@ -25,3 +25,6 @@ pub const MODEL_TOKENS: &str = "firstline_model_tokens_total";
 pub const MODEL_LATENCY_SECONDS: &str = "firstline_model_latency_seconds";
 /// Histogram: seconds per `refine_round`, model and tools together.
 pub const REFINE_SECONDS: &str = "firstline_refine_seconds";
+/// Counter: reactions Slack refused on a round's messages, by `code` (`message_not_found`, …,
+/// `unreachable`); cosmetic, never a round's failure.
+pub const REACTION_FAILURES: &str = "firstline_reaction_failures_total";

@@ -4,7 +4,8 @@
 //! window — Slack accepted the message, the worker died before storing its ts — is closed by
 //! `rounds.post_attempted_at`, set *before* posting: a retry that finds it set and no ts reads
 //! the thread and adopts its own earlier reply (recognised by the reply's metadata) instead of
-//! posting again. Then the 👀 on the message that woke the round becomes ✅ (grounded) or ❓.
+//! posting again. Then the 👀 on the message that woke the round becomes ✅ (grounded) or ❓ —
+//! best effort: a reaction Slack refuses never fails the round.
 
 use firstline_slack::{OutgoingMessage, SlackApi};
 use sqlx::PgPool;
@@ -25,6 +26,27 @@ const MAX_REASON_CHARS: usize = 300;
 const POST_LOCK_CLASS: i32 = 0x464c_5054;
 /// Thread messages read when looking for an earlier reply.
 const REPLIES_SCANNED: u16 = 4_000;
+
+/// Replaces reaction `from` with `to` on message `target`. A reaction is cosmetic: whatever
+/// Slack answers (`message_not_found` for a deleted message, a rate limit, an outage) is logged
+/// and counted, never a round's failure.
+async fn swap_reaction(slack: &SlackApi, channel: &str, target: &str, from: &str, to: &str) {
+    let count = |e: &firstline_slack::SlackApiError| {
+        let code = match e {
+            firstline_slack::SlackApiError::Api { code, .. } => code.clone(),
+            _ => "unreachable".to_string(),
+        };
+        metrics::counter!(crate::metrics::REACTION_FAILURES, "code" => code).increment(1);
+    };
+    if let Err(e) = slack.remove_reaction(channel, target, from).await {
+        count(&e);
+        tracing::debug!(error = %e, reaction = from, "could not remove a reaction");
+    }
+    if let Err(e) = slack.add_reaction(channel, target, to).await {
+        count(&e);
+        tracing::warn!(error = %e, reaction = to, %target, "could not react; the round goes on");
+    }
+}
 
 /// Posts round `input.round` unless it is already posted.
 pub async fn post_to_thread(
@@ -140,12 +162,8 @@ async fn post_locked(
     };
 
     for target in &input.react_to {
-        // Idempotent: a missing 👀 or an existing ✅ is fine.
-        if let Err(e) = slack.remove_reaction(channel, target, EYES).await {
-            tracing::warn!(error = %e, "could not remove 👀");
-        }
         let reaction = if grounded { CHECK_MARK } else { QUESTION };
-        slack.add_reaction(channel, target, reaction).await?;
+        swap_reaction(slack, channel, target, EYES, reaction).await;
         sqlx::query("UPDATE rounds SET reacted_ts = $2 WHERE id = $1")
             .bind(round_id)
             .bind(target)
@@ -241,10 +259,7 @@ pub async fn edit_post(
         (QUESTION, CHECK_MARK)
     };
     for target in &input.react_to {
-        if let Err(e) = slack.remove_reaction(channel, target, before).await {
-            tracing::debug!(error = %e, "no earlier reaction to remove");
-        }
-        slack.add_reaction(channel, target, now).await?;
+        swap_reaction(slack, channel, target, before, now).await;
     }
     sqlx::query("UPDATE rounds SET edited_at = now() WHERE id = $1")
         .bind(round_id)
@@ -312,10 +327,7 @@ pub async fn post_failure(
         }
     };
     for target in &input.react_to {
-        if let Err(e) = slack.remove_reaction(channel, target, EYES).await {
-            tracing::warn!(error = %e, "could not remove 👀");
-        }
-        slack.add_reaction(channel, target, WARNING).await?;
+        swap_reaction(slack, channel, target, EYES, WARNING).await;
     }
     Ok(PostOutcome { ts, posted_now })
 }

@@ -253,7 +253,7 @@ impl IncidentRound {
 }
 
 /// An error and its causes, outermost first: the activity's own message is a cause of the
-/// SDK's "activity task failed".
+/// SDK's "activity task failed". A cause an outer message already quotes is said once.
 fn chain(error: &dyn std::error::Error) -> String {
     let mut parts = vec![error.to_string()];
     let mut source = error.source();
@@ -264,7 +264,22 @@ fn chain(error: &dyn std::error::Error) -> String {
             break;
         }
     }
-    parts.join(": ")
+    said_once(&parts)
+}
+
+/// `parts` joined with `: `, leaving out each one already said by the parts kept before it.
+fn said_once(parts: &[String]) -> String {
+    let mut said = String::new();
+    for part in parts {
+        if part.is_empty() || said.contains(part.as_str()) {
+            continue;
+        }
+        if !said.is_empty() {
+            said.push_str(": ");
+        }
+        said.push_str(part);
+    }
+    said
 }
 
 /// Temporal options for an activity under `policy`.
@@ -279,4 +294,24 @@ fn options(policy: &ActivityPolicy) -> ActivityOptions {
         .maybe_heartbeat_timeout(policy.heartbeat_secs.map(Duration::from_secs))
         .retry_policy(retry)
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::said_once;
+
+    #[test]
+    fn a_cause_the_outer_message_already_quotes_is_said_once() {
+        let cause = "Slack API chat.postMessage: is_archived".to_string();
+        let parts = [
+            "Activity task failed".to_string(),
+            format!("slack: {cause}"),
+            cause.clone(),
+            cause,
+        ];
+        assert_eq!(
+            said_once(&parts),
+            "Activity task failed: slack: Slack API chat.postMessage: is_archived"
+        );
+    }
 }
