@@ -534,6 +534,41 @@ async fn a_resolved_thread_becomes_a_past_incident_the_next_alert_recalls() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_round_nobody_answers_ends_idle_and_a_later_mention_starts_a_run_with_its_history() {
+    let mut settings = test_settings();
+    settings.round.idle_timeout_secs = 3;
+    let mut app = RoundApp::spawn(CRASHLOOP, settings).await;
+    app.start_worker(None).await;
+    let alert = app
+        .post_alert(Some(
+            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
+        ))
+        .await;
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(!rounds[0].grounded, "round 1 asked: {rounds:?}");
+    // Nobody answers within the idle timeout: the run ends as idle.
+    let outcome = app.run_outcome(&alert, ROUND).await;
+    assert_eq!(
+        outcome,
+        serde_json::json!({"outcome": "idle", "rounds_run": 1}),
+        "{outcome}"
+    );
+    // A mention after that starts a new run, which rebuilds the thread from Postgres.
+    app.say(&alert, &mention("it's the payments-api one")).await;
+    let rounds = app.wait_rounds(&alert, 2, ROUND).await;
+    assert!(rounds[1].grounded, "{rounds:?}");
+    assert_ne!(rounds[0].run_id, rounds[1].run_id);
+    app.wait_run_count(&alert, 2).await;
+    let input = app.round_input(&alert, 2).await;
+    assert_eq!(
+        input["context"]["earlier_rounds"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(input["context"]["open_questions"][0]["kind"], "workload");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_reaction_slack_refuses_never_fails_the_round() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     app.start_worker(None).await;
