@@ -11,6 +11,8 @@ use support::round_app::{BOT_USER, RoundApp, http_get, test_settings};
 
 const CRASHLOOP: &str = "crashloop-config-exit-78";
 const ROUND: Duration = Duration::from_secs(90);
+/// An alert that names no pod: the round asks which, offering `payments-api`.
+const NO_POD_ALERT: &str = "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`";
 
 fn mention(text: &str) -> String {
     format!("<@{BOT_USER}> {text}")
@@ -99,11 +101,7 @@ async fn questions_then_an_answer_in_own_words_without_a_mention_gives_a_grounde
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     app.start_worker(None).await;
     // An alert that does not say which pod.
-    let alert = app
-        .post_alert(Some(
-            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
-        ))
-        .await;
+    let alert = app.post_alert(Some(NO_POD_ALERT)).await;
     let rounds = app.wait_rounds(&alert, 1, ROUND).await;
     assert!(!rounds[0].grounded, "{rounds:?}");
     let asked = app.bot_replies(&alert);
@@ -153,11 +151,7 @@ async fn questions_then_an_answer_in_own_words_without_a_mention_gives_a_grounde
 async fn a_click_on_a_question_choice_gives_a_grounded_round_and_a_second_click_changes_nothing() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     app.start_worker(None).await;
-    let alert = app
-        .post_alert(Some(
-            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
-        ))
-        .await;
+    let alert = app.post_alert(Some(NO_POD_ALERT)).await;
     let rounds = app.wait_rounds(&alert, 1, ROUND).await;
     assert!(!rounds[0].grounded, "{rounds:?}");
     let asked = app.bot_replies(&alert);
@@ -236,11 +230,7 @@ async fn a_click_on_a_question_choice_gives_a_grounded_round_and_a_second_click_
 async fn an_answer_nobody_can_read_gets_one_clarification_with_the_candidates() {
     let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
     app.start_worker(None).await;
-    let alert = app
-        .post_alert(Some(
-            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
-        ))
-        .await;
+    let alert = app.post_alert(Some(NO_POD_ALERT)).await;
     app.wait_rounds(&alert, 1, ROUND).await;
     app.say(&alert, "no idea, ask the platform team").await;
     let rounds = app.wait_rounds(&alert, 2, ROUND).await;
@@ -270,11 +260,7 @@ async fn an_answer_written_while_the_round_runs_starts_exactly_one_next_round() 
     // Round 1's first step pauses: the reply lands before it has asked anything.
     app.start_worker(Some("round.graph.after_step=1*return(8000)"))
         .await;
-    let alert = app
-        .post_alert(Some(
-            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
-        ))
-        .await;
+    let alert = app.post_alert(Some(NO_POD_ALERT)).await;
     firstline_testkit::wait_for("round 1's first step", ROUND, || async {
         (app.count("SELECT count(*) FROM round_checkpoints WHERE round = 1 AND step = 1")
             .await
@@ -539,11 +525,7 @@ async fn a_round_nobody_answers_ends_idle_and_a_later_mention_starts_a_run_with_
     settings.round.idle_timeout_secs = 3;
     let mut app = RoundApp::spawn(CRASHLOOP, settings).await;
     app.start_worker(None).await;
-    let alert = app
-        .post_alert(Some(
-            "[FIRING:1] KubePodCrashLooping\n*Alert:* a pod is in waiting state (reason: \"CrashLoopBackOff\"). - `critical`",
-        ))
-        .await;
+    let alert = app.post_alert(Some(NO_POD_ALERT)).await;
     let rounds = app.wait_rounds(&alert, 1, ROUND).await;
     assert!(!rounds[0].grounded, "round 1 asked: {rounds:?}");
     // Nobody answers within the idle timeout: the run ends as idle.

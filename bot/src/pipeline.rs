@@ -140,27 +140,14 @@ impl Pipeline {
                 return Ok(Handled::Ignored(reason));
             }
         };
-        // Before anything keeps it: Postgres, the Kafka record, the Temporal signal.
-        let (message, redactions) = message.redacted();
-        if redactions > 0 {
-            metrics::counter!(names::REDACTIONS).increment(redactions as u64);
-            tracing::info!(
-                redactions,
-                "secrets removed from a message before it was stored"
-            );
-        }
         let span = tracing::Span::current();
         span.record("event_id", message.event_id.as_deref().unwrap_or(""));
         span.record("kind", message.kind.as_str());
         let kind = message.kind;
         let mention_at = (kind == Kind::Mention)
             .then(|| (message.thread.channel_id.clone(), message.ts.clone()));
-        let recorded = self.record(message, started).await?;
-        match recorded {
-            Recorded::Duplicate => {
-                metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
-                Ok(Handled::Duplicate)
-            }
+        match self.record(message, started).await? {
+            Recorded::Duplicate => Ok(Handled::Duplicate),
             Recorded::Stored {
                 message_id,
                 resolved,
@@ -191,8 +178,17 @@ impl Pipeline {
         }
     }
 
-    /// Records `message` through the writer within the ingest deadline.
+    /// Records `message` through the writer within the ingest deadline, its secrets removed
+    /// first: before anything keeps it (Postgres, the Kafka record, the Temporal signal).
     async fn record(&self, message: Incoming, started: Instant) -> Result<Recorded, IngestError> {
+        let (message, redactions) = message.redacted();
+        if redactions > 0 {
+            metrics::counter!(names::REDACTIONS).increment(redactions as u64);
+            tracing::info!(
+                redactions,
+                "secrets removed from a message before it was stored"
+            );
+        }
         let recorded =
             match tokio::time::timeout(self.inner.timeout, self.inner.writer.record(message)).await
             {
@@ -207,6 +203,9 @@ impl Pipeline {
                 }
             };
         metrics::histogram!(names::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
+        if recorded == Recorded::Duplicate {
+            metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
+        }
         Ok(recorded)
     }
 
@@ -259,15 +258,8 @@ impl Pipeline {
                 click.block.round
             ));
         }
-        let (message, redactions) = click.incoming(payload).redacted();
-        if redactions > 0 {
-            metrics::counter!(names::REDACTIONS).increment(redactions as u64);
-        }
-        match self.record(message, started).await? {
-            Recorded::Duplicate => {
-                metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
-                Ok(Handled::Duplicate)
-            }
+        match self.record(click.incoming(payload), started).await? {
+            Recorded::Duplicate => Ok(Handled::Duplicate),
             Recorded::Stored {
                 message_id,
                 resolved,
@@ -427,7 +419,6 @@ impl Pipeline {
             text: subject.alert_text(user),
             raw: serde_json::json!({"command": "/firstline", "user_id": user, "text": text}),
         };
-        let (alert, _) = alert.redacted();
         self.record(alert, Instant::now()).await?;
         metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => "command").increment(1);
         Ok(format!(

@@ -63,18 +63,21 @@ impl SocketModeListener {
     }
 }
 
+/// The pipeline the listener was started with.
+async fn pipeline_of(state: &SlackClientEventsUserState) -> Result<Pipeline, &'static str> {
+    let guard = state.read().await;
+    guard
+        .get_user_state::<Pipeline>()
+        .cloned()
+        .ok_or("Socket Mode: pipeline missing from listener state")
+}
+
 async fn on_push_event(
     event: SlackPushEventCallback,
     _client: Arc<SlackHyperClient>,
     state: SlackClientEventsUserState,
 ) -> UserCallbackResult<()> {
-    let pipeline = {
-        let guard = state.read().await;
-        guard
-            .get_user_state::<Pipeline>()
-            .cloned()
-            .ok_or("Socket Mode: pipeline missing from listener state")?
-    };
+    let pipeline = pipeline_of(&state).await?;
     let payload = serde_json::to_value(SlackPushEvent::EventCallback(event))?;
     pipeline.handle(&payload).await?;
     Ok(())
@@ -85,13 +88,7 @@ async fn on_interaction(
     _client: Arc<SlackHyperClient>,
     state: SlackClientEventsUserState,
 ) -> UserCallbackResult<()> {
-    let pipeline = {
-        let guard = state.read().await;
-        guard
-            .get_user_state::<Pipeline>()
-            .cloned()
-            .ok_or("Socket Mode: pipeline missing from listener state")?
-    };
+    let pipeline = pipeline_of(&state).await?;
     let payload = serde_json::to_value(event)?;
     pipeline.handle_interaction(&payload).await?;
     Ok(())
@@ -102,13 +99,7 @@ async fn on_command(
     _client: Arc<SlackHyperClient>,
     state: SlackClientEventsUserState,
 ) -> UserCallbackResult<SlackCommandEventResponse> {
-    let pipeline = {
-        let guard = state.read().await;
-        guard
-            .get_user_state::<Pipeline>()
-            .cloned()
-            .ok_or("Socket Mode: pipeline missing from listener state")?
-    };
+    let pipeline = pipeline_of(&state).await?;
     let thread = firstline_model::ThreadKey {
         team_id: event.team_id.to_string(),
         channel_id: event.channel_id.to_string(),

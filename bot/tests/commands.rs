@@ -6,50 +6,9 @@
 mod common;
 
 use common::*;
-use firstline_config::{SecretString, SlackMode};
+use firstline_config::SlackMode;
 use firstline_slack::standin::state::{INCIDENTS, ONCALL_USER};
-use firstline_slack::standin::{StandIn, StandInConfig};
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
-
-async fn bot(
-    mode: SlackMode,
-) -> (
-    StandIn,
-    TestBot,
-    firstline_testkit::TestDb,
-    CancellationToken,
-) {
-    let cancel = CancellationToken::new();
-    let slack = StandIn::start(
-        StandInConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            signing_secret: SECRET.into(),
-            events_url: None,
-            retry_delay: Duration::from_millis(200),
-        },
-        cancel.clone(),
-    )
-    .await
-    .expect("stand-in");
-    let db = firstline_testkit::test_db().await;
-    let mut s = settings(&db.url);
-    s.slack.mode = mode;
-    s.slack.app_token = SecretString::new("xapp-standin-token");
-    s.slack.bot_token = SecretString::new("xoxb-standin-token");
-    s.slack.api_url = slack.api_url();
-    let bot = TestBot::start(&s, INGEST_ONLY).await;
-    match mode {
-        SlackMode::Http => slack.set_events_url(Some(bot.events_url.clone())),
-        SlackMode::Socket => {
-            firstline_testkit::wait_for("the socket", Duration::from_secs(30), || async {
-                (slack.sockets_connected() > 0).then_some(())
-            })
-            .await
-        }
-    }
-    (slack, bot, db, cancel)
-}
 
 fn ephemeral(answer: Option<serde_json::Value>) -> String {
     let answer = answer.expect("an HTTP answer");
@@ -59,7 +18,7 @@ fn ephemeral(answer: Option<serde_json::Value>) -> String {
 
 #[tokio::test]
 async fn investigate_starts_a_thread_help_and_usage_answer_privately() {
-    let (slack, bot, db, cancel) = bot(SlackMode::Http).await;
+    let (slack, bot, db, cancel) = bot_on_standin(SlackMode::Http).await;
     let help = ephemeral(
         slack
             .user_runs_command(INCIDENTS, ONCALL_USER, "help")
@@ -129,7 +88,7 @@ async fn investigate_starts_a_thread_help_and_usage_answer_privately() {
 
 #[tokio::test]
 async fn investigate_over_socket_mode_records_the_new_threads_alert() {
-    let (slack, bot, db, cancel) = bot(SlackMode::Socket).await;
+    let (slack, bot, db, cancel) = bot_on_standin(SlackMode::Socket).await;
     let answered = slack
         .user_runs_command(INCIDENTS, ONCALL_USER, "investigate checkout")
         .await

@@ -9,9 +9,9 @@ mod common;
 use common::*;
 use firstline_config::{SecretString, SlackMode};
 use firstline_model::{AnswerBlock, Question, QuestionKind};
+use firstline_slack::standin::StandIn;
 use firstline_slack::standin::delivery::Deliverer;
 use firstline_slack::standin::state::{INCIDENTS, ONCALL_USER};
-use firstline_slack::standin::{StandIn, StandInConfig};
 use firstline_slack::{OutgoingMessage, SlackApi};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -31,34 +31,7 @@ struct Asked {
 /// A bot in `mode` with a thread whose round 1 asked which namespace (`payments` or `shop`) in
 /// a reply posted with the question's buttons; the thread awaits an answer.
 async fn asked(mode: SlackMode) -> Asked {
-    let cancel = CancellationToken::new();
-    let slack = StandIn::start(
-        StandInConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            signing_secret: SECRET.into(),
-            events_url: None,
-            retry_delay: Duration::from_millis(200),
-        },
-        cancel.clone(),
-    )
-    .await
-    .expect("stand-in");
-    let db = firstline_testkit::test_db().await;
-    let mut s = settings(&db.url);
-    s.slack.mode = mode;
-    s.slack.app_token = SecretString::new("xapp-standin-token");
-    s.slack.bot_token = SecretString::new("xoxb-standin-token");
-    s.slack.api_url = slack.api_url();
-    let bot = TestBot::start(&s, INGEST_ONLY).await;
-    match mode {
-        SlackMode::Http => slack.set_events_url(Some(bot.events_url.clone())),
-        SlackMode::Socket => {
-            firstline_testkit::wait_for("the socket", Duration::from_secs(30), || async {
-                (slack.sockets_connected() > 0).then_some(())
-            })
-            .await
-        }
-    }
+    let (slack, bot, db, cancel) = bot_on_standin(mode).await;
     let alert = slack.user_says(INCIDENTS, ONCALL_USER, "checkout is slow", None);
     wait_count(
         &db.pool,

@@ -7,26 +7,12 @@ mod common;
 
 use common::*;
 use firstline_config::{SecretString, SlackMode};
+use firstline_slack::standin::StandIn;
 use firstline_slack::standin::state::{INCIDENTS, Message, ONCALL_USER};
-use firstline_slack::standin::{StandIn, StandInConfig};
 use firstline_slack::{OutgoingMessage, SlackApi, limits};
 use serde_json::json;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-async fn standin(cancel: &CancellationToken) -> StandIn {
-    StandIn::start(
-        StandInConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            signing_secret: SECRET.into(),
-            events_url: None,
-            retry_delay: Duration::from_millis(200),
-        },
-        cancel.clone(),
-    )
-    .await
-    .expect("stand-in")
-}
 
 fn api(standin: &StandIn) -> SlackApi {
     SlackApi::new(

@@ -269,3 +269,49 @@ pub async fn wait_outbox_drained(pool: &sqlx::PgPool, kind: &str, timeout: Durat
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The Slack stand-in on a free port, signing with [`SECRET`], delivering nowhere yet.
+pub async fn standin(cancel: &CancellationToken) -> firstline_slack::standin::StandIn {
+    firstline_slack::standin::StandIn::start(
+        firstline_slack::standin::StandInConfig {
+            listen: "127.0.0.1:0".parse().expect("an address"),
+            signing_secret: SECRET.into(),
+            events_url: None,
+            retry_delay: Duration::from_millis(200),
+        },
+        cancel.clone(),
+    )
+    .await
+    .expect("stand-in")
+}
+
+/// A recording-only bot on its own database, talking to a new stand-in in `mode` (HTTP: the
+/// stand-in delivers to its events URL; Socket Mode: connected before this returns).
+pub async fn bot_on_standin(
+    mode: firstline_config::SlackMode,
+) -> (
+    firstline_slack::standin::StandIn,
+    TestBot,
+    firstline_testkit::TestDb,
+    CancellationToken,
+) {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel).await;
+    let db = firstline_testkit::test_db().await;
+    let mut s = settings(&db.url);
+    s.slack.mode = mode;
+    s.slack.app_token = SecretString::new("xapp-standin-token");
+    s.slack.bot_token = SecretString::new("xoxb-standin-token");
+    s.slack.api_url = slack.api_url();
+    let bot = TestBot::start(&s, INGEST_ONLY).await;
+    match mode {
+        firstline_config::SlackMode::Http => slack.set_events_url(Some(bot.events_url.clone())),
+        firstline_config::SlackMode::Socket => {
+            firstline_testkit::wait_for("the socket", Duration::from_secs(30), || async {
+                (slack.sockets_connected() > 0).then_some(())
+            })
+            .await
+        }
+    }
+    (slack, bot, db, cancel)
+}
