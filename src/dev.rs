@@ -25,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 const DATABASE: &str = "firstline";
 /// How long each service gets to stop before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long creating the message topic may take.
+const TOPIC_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the worker gets to finish in-flight activities on Ctrl-C.
 const WORKER_STOP: Duration = Duration::from_secs(10);
 
@@ -47,7 +49,11 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         _ = stop.requested() => return Ok(ExitCode::SUCCESS),
     };
     let addresses = stack.addresses().clone();
-    if let Err(e) = prepare_database(&settings.database, &addresses).await {
+    let prepared = async {
+        prepare_database(&settings.database, &addresses).await?;
+        prepare_topic(&settings, &addresses).await
+    };
+    if let Err(e) = prepared.await {
         stack.stop(STOP_GRACE).await;
         return Err(e);
     }
@@ -194,6 +200,17 @@ async fn prepare_database(
     firstline_store::migrate(&pool, &database.url).await?;
     pool.close().await;
     Ok(())
+}
+
+/// Creates the message topic before anything subscribes to it: the embedder's consumer would
+/// otherwise log librdkafka's "Subscribed topic not available" error until the first publish.
+async fn prepare_topic(settings: &Settings, addresses: &Addresses) -> anyhow::Result<()> {
+    let sink = firstline_bot::relay::kafka::KafkaSink::new(
+        &addresses.kafka_brokers(),
+        &settings.kafka.topic,
+        TOPIC_TIMEOUT,
+    )?;
+    sink.ensure_topic().await.map_err(anyhow::Error::msg)
 }
 
 /// The settings other processes need to use this stack, as `FIRSTLINE_*` assignments.

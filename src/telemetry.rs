@@ -55,7 +55,10 @@ pub fn init(
             )
         })?,
     };
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only for a person at a terminal, never into a file or a log pipeline.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let fmt = match log.format {
         LogFormat::Text => fmt.with_target(false).boxed(),
         LogFormat::Json => fmt.json().boxed(),

@@ -19,8 +19,7 @@
 //!
 //! A missing tool fails the test with the remedy (`scripts/setup`), except the image build.
 
-use firstline_config::{LlmSettings, Settings};
-use firstline_workflows::types::{ActivityPolicy, RoundPolicy};
+use firstline_config::Settings;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,8 +45,7 @@ const NOT_MANIFESTS: &[&str] = &["deploy/slack-app.yaml", "deploy/slack-app.sock
 /// kubernetes-validate bundles, and one between.
 const KUBERNETES_VERSIONS: &[&str] = &["1.25.0", "1.31.0", "1.37.0"];
 
-/// KEDA's `temporal` scaler: the trigger metadata it documents (FACTS.md, "Deployment, scaling
-/// and telemetry": KEDA ≥ 2.17).
+/// KEDA's `temporal` scaler: the trigger metadata it documents (`tlsServerName` since 2.18).
 const TEMPORAL_METADATA: &[&str] = &[
     "endpoint",
     "endpointFromEnv",
@@ -62,6 +60,18 @@ const TEMPORAL_METADATA: &[&str] = &[
 ];
 /// Its authentication parameters (a TriggerAuthentication's `secretTargetRef[].parameter`).
 const TEMPORAL_AUTH: &[&str] = &["apiKey", "cert", "key", "keyPassword", "ca"];
+/// KEDA's `prometheus` scaler: the trigger metadata it documents.
+const PROMETHEUS_METADATA: &[&str] = &[
+    "serverAddress",
+    "query",
+    "queryParameters",
+    "threshold",
+    "activationThreshold",
+    "namespace",
+    "customHeaders",
+    "ignoreNullValues",
+    "unsafeSsl",
+];
 /// KEDA's `kafka` scaler: the trigger metadata this deployment uses.
 const KAFKA_METADATA: &[&str] = &[
     "bootstrapServers",
@@ -474,61 +484,33 @@ fn deployed_settings() -> &'static Settings {
     })
 }
 
-/// The longest a round can take with these settings, every attempt of every activity used: a
-/// started activity is not in the task queue's backlog, so KEDA must not scale to zero sooner.
-/// The model pass is counted whether or not a model is configured (enabling one is a setting).
-fn longest_round_secs(settings: &Settings) -> u64 {
-    let llm = LlmSettings {
-        base_url: "http://model.invalid/v1".into(),
-        model: "any".into(),
-        ..settings.llm.clone()
-    };
-    let policy = firstline_activities::round_policy(&settings.round, &llm);
-    let refine = policy.refine.clone().expect("a model is configured");
-    // The first load_context of a run uses the default limits (the worker's are not read yet).
-    let first_load =
-        worst_case_secs(&RoundPolicy::default().activity).max(worst_case_secs(&policy.activity));
-    first_load // load_context
-        + worst_case_secs(&policy.run_graph)
-        + worst_case_secs(&policy.activity) // commit_round
-        + worst_case_secs(&policy.activity) // post_to_thread
-        + worst_case_secs(&refine) // refine_round
-        + worst_case_secs(&policy.activity) // edit_post
+/// The longest a round's work can go unseen by both of the worker's triggers: between two
+/// attempts of an activity (the retry's backoff: nothing runs, nothing waits in the queue), plus
+/// the Prometheus scrape interval (an activity that just started is not scraped yet;
+/// [`SCRAPE_INTERVAL_SECS`]) and one KEDA poll. The cooldown must be longer, or KEDA could scale
+/// the last worker to zero in such a gap.
+fn longest_unseen_secs(settings: &Settings, polling_interval: u64) -> u64 {
+    let policy = &firstline_activities::round_policy(&settings.round, &settings.llm).activity;
+    let longest_backoff_ms = (0..u64::from(policy.max_attempts).saturating_sub(1))
+        .map(|i| policy.retry_initial_ms.saturating_mul(1 << i.min(32)))
+        .max()
+        .unwrap_or(0)
+        .min(policy.retry_max_secs.saturating_mul(1000));
+    longest_backoff_ms.div_ceil(1000) + SCRAPE_INTERVAL_SECS + polling_interval
 }
 
-/// Every attempt running to its timeout, plus the retry delays between them (doubling, capped).
-fn worst_case_secs(policy: &ActivityPolicy) -> u64 {
-    let attempts = u64::from(policy.max_attempts);
-    let delays_ms: u64 = (0..attempts.saturating_sub(1))
-        .map(|i| {
-            let doubled = policy.retry_initial_ms.saturating_mul(1 << i.min(32));
-            doubled.min(policy.retry_max_secs.saturating_mul(1000))
-        })
-        .sum();
-    attempts * policy.start_to_close_secs + delays_ms.div_ceil(1000)
-}
-
-/// `1668` → `1,668`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// The scrape interval the in-flight trigger's cooldown allows for: Prometheus' default is 60 s
+/// (kube-prometheus scrapes every 30 s); deploy/keda/README.md says so.
+const SCRAPE_INTERVAL_SECS: u64 = 60;
 
 // --- KEDA ----------------------------------------------------------------------------------------
 
+/// The one trigger of type `wanted`.
 fn trigger<'a>(scaled: &'a Value, wanted: &str) -> &'a Value {
     let triggers = scaled["spec"]["triggers"].as_array().expect("triggers");
-    assert_eq!(triggers.len(), 1, "{}: one trigger", name(scaled));
-    let trigger = &triggers[0];
-    assert_eq!(trigger["type"], wanted, "{}", name(scaled));
-    trigger
+    let of_type: Vec<&Value> = triggers.iter().filter(|t| t["type"] == wanted).collect();
+    assert_eq!(of_type.len(), 1, "{}: one {wanted} trigger", name(scaled));
+    of_type[0]
 }
 
 fn metadata_keys(trigger: &Value) -> BTreeSet<&str> {
@@ -595,12 +577,38 @@ fn the_worker_scales_on_its_task_queue_with_the_scalers_documented_fields() {
         let spec = &scaled["spec"];
         assert_eq!(spec["scaleTargetRef"]["name"], "firstline-worker");
         assert_eq!(spec["minReplicaCount"], 0, "{dir}: scale to zero");
-        let longest = longest_round_secs(settings);
+        let polling = spec["pollingInterval"].as_u64().expect("pollingInterval");
+        let unseen = longest_unseen_secs(settings, polling);
         let cooldown = spec["cooldownPeriod"].as_u64().expect("cooldownPeriod");
         assert!(
-            cooldown > longest,
-            "{dir}: cooldownPeriod {cooldown} s must be longer than the longest round, {longest} s"
+            cooldown > unseen,
+            "{dir}: cooldownPeriod {cooldown} s must be longer than a round's work can go unseen, {unseen} s"
         );
+
+        // The in-flight trigger: the gauge every worker exports, for this task queue, one worker
+        // per activity slot, active while anything runs (tests/scaler.rs runs its query).
+        let in_flight = trigger(scaled, "prometheus");
+        let documented: BTreeSet<&str> = PROMETHEUS_METADATA.iter().copied().collect();
+        let keys = metadata_keys(in_flight);
+        let undocumented: Vec<_> = keys.difference(&documented).collect();
+        assert!(
+            undocumented.is_empty(),
+            "{dir}: metadata keys the prometheus scaler does not document: {undocumented:?}"
+        );
+        let query = meta(in_flight, "query");
+        assert!(
+            query.contains(firstline_activities::metrics::ACTIVITIES_IN_FLIGHT)
+                && query.contains(&format!("task_queue=\"{}\"", settings.temporal.task_queue))
+                && query.starts_with("sum("),
+            "{dir}: the in-flight query sums the gauge of this task queue: {query}"
+        );
+        assert_eq!(meta(in_flight, "activationThreshold"), "0", "{dir}");
+        assert_eq!(
+            meta(in_flight, "threshold"),
+            settings.worker.max_concurrent_activities.to_string(),
+            "{dir}: one worker per worker.max_concurrent_activities running activities"
+        );
+        assert_eq!(meta(in_flight, "ignoreNullValues"), "true", "{dir}");
         assert!(
             spec["fallback"]["replicas"]
                 .as_u64()
@@ -638,14 +646,74 @@ fn the_worker_scales_on_its_task_queue_with_the_scalers_documented_fields() {
             }
         }
     }
-    // The README states the arithmetic with the default settings.
+    // The README states the scrape interval the cooldown allows for.
     let readme = read("deploy/keda/README.md");
-    let defaults = longest_round_secs(&Settings::default());
     assert!(
-        readme.contains(&format!("{} s", thousands(defaults))),
-        "deploy/keda/README.md must state the longest round, {} s",
-        thousands(defaults)
+        readme.contains(&format!("{SCRAPE_INTERVAL_SECS} s")),
+        "deploy/keda/README.md must state the scrape interval the cooldown allows for"
     );
+}
+
+/// Every KEDA version floor stated under deploy/ and docs/ is the one the tests exercise
+/// (`tests/scaler.rs` sends the per-queue-type `DescribeTaskQueue` of KEDA ≥ 2.20; `apiKey` over
+/// TLS and `tlsServerName` came in 2.18).
+#[test]
+fn every_keda_floor_stated_is_the_tested_one() {
+    let mut stated = 0;
+    for file in ["deploy/keda/README.md", "docs/deploy.md"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(
+            std::fs::read_dir(root().join("deploy/keda/base"))
+                .expect("deploy/keda/base")
+                .map(|e| {
+                    format!(
+                        "deploy/keda/base/{}",
+                        e.expect("an entry").file_name().to_string_lossy()
+                    )
+                }),
+        )
+    {
+        for (n, line) in read(&file).lines().enumerate() {
+            for version in keda_floors(line) {
+                stated += 1;
+                assert_eq!(
+                    version,
+                    KEDA_FLOOR,
+                    "{file}:{}: states KEDA {version}; the tests exercise {KEDA_FLOOR}",
+                    n + 1
+                );
+            }
+        }
+    }
+    assert!(
+        stated >= 2,
+        "the floor is stated in the README and the docs"
+    );
+}
+
+/// The KEDA version the tests exercise as the floor.
+const KEDA_FLOOR: &str = "2.20";
+
+/// The versions a line states as KEDA's floor: `KEDA ≥ X.Y`, `KEDA >= X.Y`, `KEDA X.Y or newer`.
+fn keda_floors(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in line.match_indices("KEDA") {
+        let rest = line[at + 4..].trim_start();
+        let rest = rest
+            .strip_prefix('≥')
+            .or_else(|| rest.strip_prefix(">="))
+            .map_or(rest, str::trim_start);
+        let version: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let version = version.trim_end_matches('.');
+        if version.contains('.') {
+            found.push(version.to_string());
+        }
+    }
+    found
 }
 
 /// The secret references of a TriggerAuthentication: (parameter, Secret, key).
@@ -1300,6 +1368,221 @@ fn kubernetes_mcp_server_reads_only_what_the_investigation_reads() {
         policy["spec"]["ingress"][0]["from"],
         json!([{"podSelector": {"matchLabels": worker}}])
     );
+}
+
+// --- Network policies ----------------------------------------------------------------------------
+
+/// One end of a connection NetworkPolicies decide: a pod of the namespace (its labels) or an
+/// address outside it (another namespace, a managed service, Slack).
+#[derive(Clone, Copy)]
+enum End<'a> {
+    Pod(&'a Value),
+    Outside,
+}
+
+/// Whether `selector` (a `podSelector`) selects `labels`; `{}` selects every pod.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    assert!(
+        selector.get("matchExpressions").is_none(),
+        "matchExpressions: not evaluated here"
+    );
+    selector["matchLabels"]
+        .as_object()
+        .is_none_or(|wanted| wanted.iter().all(|(k, v)| labels.get(k) == Some(v)))
+}
+
+/// Whether a rule's `ports` admit `port`/`protocol` (no `ports`: every port).
+fn admits_port(ports: &Value, port: u64, protocol: &str) -> bool {
+    let Some(ports) = ports.as_array() else {
+        return true;
+    };
+    ports.iter().any(|p| {
+        let first = p["port"].as_u64().expect("numeric ports only");
+        let last = p["endPort"].as_u64().unwrap_or(first);
+        p["protocol"].as_str().unwrap_or("TCP") == protocol && (first..=last).contains(&port)
+    })
+}
+
+/// Whether a rule's peers (`from` or `to`) include `end` (no peers: everyone). A bare
+/// `podSelector` means pods of the policy's own namespace.
+fn admits_peer(peers: &Value, end: End<'_>) -> bool {
+    let Some(peers) = peers.as_array() else {
+        return true;
+    };
+    peers.iter().any(|peer| {
+        assert!(
+            peer.get("namespaceSelector").is_none() && peer.get("ipBlock").is_none(),
+            "only podSelector peers are evaluated here: {peer}"
+        );
+        match end {
+            End::Pod(labels) => selects(&peer["podSelector"], labels),
+            End::Outside => false,
+        }
+    })
+}
+
+/// Whether the policies of the namespace let `from` open a connection to `to` on `port`: the
+/// source's egress (when any policy selecting it restricts egress) and the destination's ingress
+/// (likewise) must both allow it.
+fn connection_allowed(
+    policies: &[&Value],
+    from: End<'_>,
+    to: End<'_>,
+    port: u64,
+    protocol: &str,
+) -> bool {
+    let side = |pod: &Value, kind: &str, rules: &str, peers: &str, other: End<'_>| {
+        let mut restricted = false;
+        let allowed = policies
+            .iter()
+            .filter(|p| selects(&p["spec"]["podSelector"], pod))
+            .filter(|p| {
+                p["spec"]["policyTypes"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t == kind))
+            })
+            .inspect(|_| restricted = true)
+            .flat_map(|p| p["spec"][rules].as_array().cloned().unwrap_or_default())
+            .any(|rule| {
+                admits_peer(&rule[peers], other) && admits_port(&rule["ports"], port, protocol)
+            });
+        !restricted || allowed
+    };
+    let egress = match from {
+        End::Pod(pod) => side(pod, "Egress", "egress", "to", to),
+        End::Outside => true,
+    };
+    let ingress = match to {
+        End::Pod(pod) => side(pod, "Ingress", "ingress", "from", from),
+        End::Outside => true,
+    };
+    egress && ingress
+}
+
+/// The port of `http://host:port/…` or `host:port`.
+fn port_in(address: &str) -> u64 {
+    let rest = address.split_once("://").map_or(address, |(_, rest)| rest);
+    let host_port = rest.split(['/', ',']).next().expect("an address");
+    host_port
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {address}"))
+}
+
+#[test]
+fn the_namespace_denies_by_default_and_only_the_worker_reaches_the_mcp_server() {
+    for dir in ["deploy/overlays/http", "deploy/overlays/socket"] {
+        let objects: Vec<&Value> = rendered(dir)
+            .iter()
+            .chain(rendered("deploy/migrate"))
+            .collect();
+        let policies: Vec<&Value> = objects
+            .iter()
+            .copied()
+            .filter(|o| kind(o) == "NetworkPolicy")
+            .collect();
+        let deny = find(rendered(dir), "NetworkPolicy", "firstline-default-deny");
+        assert_eq!(deny["spec"]["podSelector"], json!({}), "{dir}");
+        let labels = |kind: &str, name: &str| -> &Value {
+            &objects
+                .iter()
+                .find(|o| self::kind(o) == kind && self::name(o) == name)
+                .unwrap_or_else(|| panic!("{dir}: no {kind} {name}"))["spec"]["template"]["metadata"]
+                ["labels"]
+        };
+        let bot = End::Pod(labels("Deployment", "firstline-bot"));
+        let worker = End::Pod(labels("Deployment", "firstline-worker"));
+        let embedder = End::Pod(labels("Deployment", "firstline-embedder"));
+        let mcp = End::Pod(labels("Deployment", "firstline-kubernetes-mcp-server"));
+        let migrate = End::Pod(labels("Job", "firstline-migrate"));
+        let stranger_labels = json!({"app.kubernetes.io/name": "something-else"});
+        let stranger = End::Pod(&stranger_labels);
+        let allowed = |from, to, port| connection_allowed(&policies, from, to, port, "TCP");
+
+        // Default deny: a pod no policy names reaches nothing but DNS.
+        assert!(!allowed(stranger, End::Outside, 443), "{dir}");
+        for (what, pod) in [
+            ("bot", bot),
+            ("worker", worker),
+            ("embedder", embedder),
+            ("mcp", mcp),
+            ("migrate", migrate),
+            ("stranger", stranger),
+        ] {
+            assert!(
+                connection_allowed(&policies, pod, End::Outside, 53, "UDP"),
+                "{dir}: {what} resolves names"
+            );
+        }
+
+        // Only the worker reaches kubernetes-mcp-server, on the port its settings name.
+        let settings = deployed_settings();
+        let mcp_url = settings
+            .mcp
+            .servers
+            .iter()
+            .find_map(|s| {
+                s.url
+                    .as_deref()
+                    .filter(|u| u.contains("firstline-kubernetes-mcp-server"))
+            })
+            .expect("the in-cluster MCP server in firstline.toml");
+        let mcp_port = port_in(mcp_url);
+        assert!(
+            allowed(worker, mcp, mcp_port),
+            "{dir}: the worker reaches the MCP server"
+        );
+        for (what, from) in [
+            ("bot", bot),
+            ("embedder", embedder),
+            ("migrate", migrate),
+            ("stranger", stranger),
+            ("outside", End::Outside),
+        ] {
+            assert!(
+                !allowed(from, mcp, mcp_port),
+                "{dir}: {what} must not reach the MCP server"
+            );
+        }
+        assert!(
+            allowed(mcp, End::Outside, 443),
+            "{dir}: the MCP server reaches the API server"
+        );
+        assert!(!allowed(mcp, End::Outside, 5432), "{dir}: and nothing else");
+
+        // Each process reaches what its settings name, and its metrics are scraped.
+        let temporal = port_in(&settings.temporal.address);
+        let kafka = port_in(&settings.kafka.brokers);
+        let postgres = 5432;
+        for (what, from, ports) in [
+            ("bot", bot, vec![postgres, temporal, kafka, 443]),
+            ("worker", worker, vec![postgres, temporal, 443]),
+            ("embedder", embedder, vec![postgres, kafka]),
+            ("migrate", migrate, vec![postgres]),
+        ] {
+            for port in ports {
+                assert!(allowed(from, End::Outside, port), "{dir}: {what} → :{port}");
+            }
+        }
+        assert!(
+            !allowed(embedder, End::Outside, temporal),
+            "{dir}: the embedder needs no Temporal"
+        );
+        for (what, to, port) in [
+            ("bot", bot, 3000),
+            ("worker", worker, 3001),
+            ("embedder", embedder, 3002),
+        ] {
+            assert!(
+                allowed(End::Outside, to, port),
+                "{dir}: {what} is scraped on :{port}"
+            );
+            assert!(
+                !allowed(End::Outside, to, 22),
+                "{dir}: {what} takes nothing else"
+            );
+        }
+    }
 }
 
 // --- Slack ---------------------------------------------------------------------------------------

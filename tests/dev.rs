@@ -61,6 +61,8 @@ fn free_port() -> u16 {
 struct Dev {
     child: Child,
     stdout: Vec<String>,
+    /// Every line it has logged so far (also echoed to the test's stderr).
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Starts `firstline dev` with state in `state` and the given ports, and waits for ready.
@@ -77,10 +79,21 @@ async fn start_dev_with(state: &Path, ports: [u16; 3], args: &[&str]) -> Dev {
         .env("FIRSTLINE_DEV__POSTGRES_PORT", ports[0].to_string())
         .env("FIRSTLINE_DEV__TEMPORAL_PORT", ports[1].to_string())
         .env("FIRSTLINE_DEV__KAFKA_PORT", ports[2].to_string())
+        // The default log filter, as a newcomer sees it.
+        .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawning firstline dev");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut logged = BufReader::new(child.stderr.take().unwrap()).lines();
+    let kept = std::sync::Arc::clone(&stderr);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = logged.next_line().await {
+            eprintln!("{line}");
+            kept.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+    });
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut stdout = Vec::new();
     let ready = tokio::time::timeout(Duration::from_secs(120), async {
@@ -101,7 +114,11 @@ async fn start_dev_with(state: &Path, ports: [u16; 3], args: &[&str]) -> Dev {
     );
     // Keep draining stdout so the child never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Dev { child, stdout }
+    Dev {
+        child,
+        stdout,
+        stderr,
+    }
 }
 
 /// The service pids dev printed (`pid N`); each is also its process group.
@@ -493,6 +510,32 @@ async fn dev_demo_shows_a_full_round_in_the_stand_ins_page() {
     .unwrap();
     let status = tokio::time::timeout(Duration::from_secs(30), dev.child.wait()).await;
     assert!(matches!(status, Ok(Ok(s)) if s.success()), "{status:?}");
+
+    // A first run that reads well: a healthy start logs no error and no warning, and the round
+    // is a few short lines (its tool calls are at debug).
+    let log = dev.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let alarming: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("ERROR") || l.contains("WARN"))
+        .collect();
+    assert!(alarming.is_empty(), "a healthy start warns: {alarming:#?}");
+    for step in [
+        "recorded; the thread's round wakes",
+        "round started",
+        "round analysed",
+        "reply posted",
+    ] {
+        assert!(
+            log.iter().any(|l| l.contains(step)),
+            "no `{step}` line: {log:#?}"
+        );
+    }
+    assert!(
+        !log.iter().any(|l| l.contains("tool call finished")),
+        "tool calls are at debug: {log:#?}"
+    );
+    let longest = log.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(longest <= 300, "a line of {longest} characters: {log:#?}");
 }
 
 #[tokio::test]

@@ -14,11 +14,14 @@
 //! `deploy/measure` runs the ignored `scaler_request_latency` (release build) for the latency row
 //! of `deploy/README.md`'s Measures.
 
+#[path = "support/prometheus.rs"]
+mod prometheus;
 mod support;
 
 use std::time::{Duration, Instant};
 
 use firstline_workflows::activities::names;
+use prometheus::Scraper;
 use support::round_app::{RoundApp, test_settings};
 use temporalio_client::{Client, UntypedWorkflow, WorkflowFetchHistoryOptions};
 use temporalio_common::protos::temporal::api::enums::v1::{TaskQueueKind, TaskQueueType};
@@ -138,6 +141,123 @@ async fn wait_woken(app: &RoundApp, n: i64) {
             .then_some(())
     })
     .await;
+}
+
+/// The worker's in-flight trigger as `deploy/keda/base/worker-scaledobject.yaml` states it: its
+/// query, with the manifest's task queue replaced by `task_queue` (as an install renames it), and
+/// its activation threshold.
+fn in_flight_trigger(task_queue: &str) -> (String, f64) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/keda/base/worker-scaledobject.yaml"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let scaled: serde_json::Value =
+        serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let triggers = scaled["spec"]["triggers"].as_array().expect("triggers");
+    let temporal = triggers
+        .iter()
+        .find(|t| t["type"] == "temporal")
+        .expect("a temporal trigger");
+    let prometheus = triggers
+        .iter()
+        .find(|t| t["type"] == "prometheus")
+        .expect("a prometheus trigger: the in-flight signal");
+    let meta = |trigger: &serde_json::Value, key: &str| {
+        trigger["metadata"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{path}: trigger metadata `{key}`"))
+            .to_string()
+    };
+    let deployed_queue = meta(temporal, "taskQueue");
+    let query = meta(prometheus, "query");
+    let matcher = format!("task_queue=\"{deployed_queue}\"");
+    assert!(
+        query.contains(&matcher),
+        "the in-flight query selects the temporal trigger's queue ({matcher}): {query}"
+    );
+    let activation: f64 = meta(prometheus, "activationThreshold")
+        .parse()
+        .expect("activationThreshold is a number");
+    (
+        query.replace(&matcher, &format!("task_queue=\"{task_queue}\"")),
+        activation,
+    )
+}
+
+/// Polls `query` (as KEDA's scaler does, every 250 ms here) until `ok` holds for its value;
+/// returns it, or panics after [`STATS_LAG`] with the last reading.
+async fn wait_query(
+    prometheus: &Scraper,
+    query: &str,
+    what: &str,
+    ok: impl Fn(Option<f64>) -> bool,
+) -> Option<f64> {
+    let deadline = tokio::time::Instant::now() + STATS_LAG;
+    loop {
+        let value = prometheus.query(query).await;
+        if ok(value) {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "`{query}` never {what} within {STATS_LAG:?}; last read {value:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The second trigger holds a worker while a round runs: the manifest's query, run by a real
+/// Prometheus scraping a real worker, reads 0 while the worker idles (inactive: KEDA may scale to
+/// zero), above its activation threshold while the round's activities run — when the task
+/// queue's backlog, all the temporal trigger sees, reads 0 — and 0 again once the round is done.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_in_flight_trigger_is_active_exactly_while_a_round_runs() {
+    let mut app = RoundApp::spawn(CRASHLOOP, test_settings()).await;
+    let (query, activation) = in_flight_trigger(&app.settings.temporal.task_queue);
+    let client = app.temporal().await;
+    // Each graph step holds for 5 s: long enough for scrapes and polls to see the round.
+    let worker = app
+        .start_worker(Some("round.graph.after_step=return(5000)"))
+        .await;
+    let target = app.worker_health[worker]
+        .trim_start_matches("http://")
+        .trim_end_matches("/healthz")
+        .to_string();
+    let prometheus = Scraper::start(&target).await;
+
+    let idle = wait_query(&prometheus, &query, "read 0 for an idle worker", |v| {
+        v == Some(0.0)
+    })
+    .await;
+    assert!(idle.is_some_and(|v| v <= activation), "inactive: {idle:?}");
+
+    let alert = app.post_alert(None).await;
+    let busy = wait_query(&prometheus, &query, "rose above activation", |v| {
+        v.is_some_and(|v| v > activation)
+    })
+    .await;
+    eprintln!("scaler: in flight during the round: {busy:?}");
+    // Meanwhile the temporal trigger alone would read "no work".
+    wait_backlog(&client, &app, "read 0 during the round", |b| b.total() == 0).await;
+    let still = prometheus.query(&query).await;
+    assert!(
+        still.is_some_and(|v| v > activation),
+        "the in-flight trigger is active while the backlog reads 0: {still:?}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM rounds").await,
+        0,
+        "mid-round"
+    );
+
+    let rounds = app.wait_rounds(&alert, 1, ROUND).await;
+    assert!(rounds[0].grounded, "{rounds:?}");
+    wait_query(&prometheus, &query, "fell back to 0 after the round", |v| {
+        v == Some(0.0)
+    })
+    .await;
+    app.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

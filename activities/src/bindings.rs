@@ -33,16 +33,41 @@ pub struct Deps {
     pub policy: RoundPolicy,
     /// `round.context_chars`.
     pub context_chars: usize,
+    /// `temporal.task_queue`: the label of the in-flight gauge, so that one Prometheus serving
+    /// several installs tells their workers apart.
+    pub task_queue: String,
 }
 
 /// The activities registered on a worker.
 pub struct Activities {
     deps: Deps,
+    in_flight: metrics::Gauge,
 }
 
 impl Activities {
     pub fn new(deps: Deps) -> Self {
-        Self { deps }
+        let in_flight = metrics::gauge!(
+            crate::metrics::ACTIVITIES_IN_FLIGHT,
+            "task_queue" => deps.task_queue.clone()
+        );
+        // Exported from the start: an idle worker reads 0, not "no data".
+        in_flight.set(0.0);
+        Self { deps, in_flight }
+    }
+
+    /// Counts one activity as running until the guard drops (returned, failed or cancelled).
+    fn enter(&self) -> InFlight {
+        self.in_flight.increment(1.0);
+        InFlight(self.in_flight.clone())
+    }
+}
+
+/// One running activity on the in-flight gauge.
+struct InFlight(metrics::Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
     }
 }
 
@@ -88,9 +113,9 @@ fn failure(error: RoundError) -> ActivityError {
     }
 }
 
-/// The activity's span: the thread (`team/channel/thread_ts`, when the input names it) and round
-/// are attributes of its exported trace, so every node and tool call beneath them is found by
-/// thread.
+/// The activity's span: the thread (`team/channel/thread_ts`, when the input names it, else the
+/// workflow id) and round are attributes of its exported trace, so every node and tool call
+/// beneath them is found by thread.
 fn span(
     name: &'static str,
     ctx: &ActivityContext,
@@ -101,14 +126,20 @@ fn span(
     if info.attempt > 1 {
         metrics::counter!(crate::metrics::ACTIVITY_RETRIES, "activity" => name).increment(1);
     }
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "activity",
         name,
         attempt = info.attempt,
         thread = thread.map(|t| t.kafka_key()),
         round,
-        workflow = info.workflow_id.as_deref(),
-    )
+        workflow = tracing::field::Empty,
+    );
+    // The workflow id spells the thread again: named only where the input does not name it, so
+    // each log line's span stays short.
+    if thread.is_none() {
+        span.record("workflow", info.workflow_id.as_deref());
+    }
+    span
 }
 
 #[activities]
@@ -119,6 +150,7 @@ impl Activities {
         ctx: ActivityContext,
         input: LoadContextInput,
     ) -> Result<RoundContext, ActivityError> {
+        let _in_flight = self.enter();
         let deps = &self.deps;
         crate::context::load_context(&deps.pool, &input.thread, &deps.policy, deps.context_chars)
             .instrument(span(names::LOAD_CONTEXT, &ctx, Some(&input.thread), None))
@@ -132,6 +164,7 @@ impl Activities {
         ctx: ActivityContext,
         input: RunGraphInput,
     ) -> Result<GraphOutcome, ActivityError> {
+        let _in_flight = self.enter();
         let deps = &self.deps;
         let heartbeat_ctx = ctx.clone();
         let heartbeat = move |details: GraphHeartbeat| {
@@ -170,6 +203,7 @@ impl Activities {
         ctx: ActivityContext,
         input: CommitInput,
     ) -> Result<CommitOutcome, ActivityError> {
+        let _in_flight = self.enter();
         crate::commit::commit_round(&self.deps.pool, &input)
             .instrument(span(names::COMMIT_ROUND, &ctx, None, Some(input.round)))
             .await
@@ -182,6 +216,7 @@ impl Activities {
         ctx: ActivityContext,
         input: FailureInput,
     ) -> Result<PostOutcome, ActivityError> {
+        let _in_flight = self.enter();
         crate::post::post_failure(&self.deps.slack, &input)
             .instrument(span(
                 names::POST_FAILURE,
@@ -199,6 +234,7 @@ impl Activities {
         ctx: ActivityContext,
         input: RefineInput,
     ) -> Result<RefineOutcome, ActivityError> {
+        let _in_flight = self.enter();
         let deps = &self.deps;
         let span = span(
             names::REFINE_ROUND,
@@ -224,6 +260,7 @@ impl Activities {
         ctx: ActivityContext,
         input: EditInput,
     ) -> Result<PostOutcome, ActivityError> {
+        let _in_flight = self.enter();
         crate::post::edit_post(&self.deps.pool, &self.deps.slack, &input)
             .instrument(span(
                 names::EDIT_POST,
@@ -241,6 +278,7 @@ impl Activities {
         ctx: ActivityContext,
         input: PostInput,
     ) -> Result<PostOutcome, ActivityError> {
+        let _in_flight = self.enter();
         crate::post::post_to_thread(&self.deps.pool, &self.deps.slack, &input)
             .instrument(span(
                 names::POST_TO_THREAD,

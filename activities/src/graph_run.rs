@@ -124,6 +124,7 @@ where
         Some(checkpoint) => (graph.stream(checkpoint.state, RECURSION_LIMIT), 0),
         None => {
             metrics::counter!(crate::metrics::ROUNDS_STARTED).increment(1);
+            tracing::info!("round started");
             let state = initial_state(input, options.time_zone);
             owner
                 .store(pool, &[], &input_checkpoint(state.clone()))
@@ -200,6 +201,11 @@ where
     };
     let mut result = outcome(done.step, &done.state);
     result.resumed_from = step_number(resumed_from);
+    tracing::info!(
+        tool_calls = result.tool_calls,
+        grounded = result.grounded,
+        "round analysed"
+    );
     Ok(result)
 }
 

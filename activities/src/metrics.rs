@@ -28,3 +28,6 @@ pub const REFINE_SECONDS: &str = "firstline_refine_seconds";
 /// Counter: reactions Slack refused on a round's messages, by `code` (`message_not_found`, …,
 /// `unreachable`); cosmetic, never a round's failure.
 pub const REACTION_FAILURES: &str = "firstline_reaction_failures_total";
+/// Gauge: activities this worker is running now, by `task_queue`; what KEDA's second trigger
+/// reads so that a worker in the middle of a round is never scaled away (`deploy/keda/`).
+pub const ACTIVITIES_IN_FLIGHT: &str = "firstline_activities_in_flight";

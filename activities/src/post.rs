@@ -155,6 +155,7 @@ async fn post_locked(
                     let ts = slack.post_message(&message).await?;
                     faults::pause(faults::POST_AFTER_SEND).await;
                     store_posted(pool, round_id, &ts).await?;
+                    tracing::info!(%ts, grounded, "reply posted");
                     (ts, true)
                 }
             }

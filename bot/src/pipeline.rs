@@ -155,6 +155,13 @@ impl Pipeline {
             } => {
                 metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
                     .increment(1);
+                if matches!(kind, Kind::Alert | Kind::Mention) {
+                    tracing::info!(
+                        kind = kind.as_str(),
+                        message_id,
+                        "recorded; the thread's round wakes"
+                    );
+                }
                 let queue = self.inner.touches.as_ref().filter(|t| t.react);
                 if let (Some((channel, ts)), Some(touches)) = (mention_at, queue) {
                     // A person's `resolved` is confirmed with ✅: their word closed the thread.

@@ -207,7 +207,10 @@ profile = "kubernetes-mcp-server"
 
 [[mcp.servers]]
 name = "prom"
-url = "http://127.0.0.1:9091/mcp"
+url = "https://prometheus-mcp.monitoring.svc:9091/mcp"
+ca_file = "/etc/firstline/mcp-ca.pem"
+bearer_token_file = "/var/run/secrets/firstline/mcp-token"
+headers = { X-Scope-OrgID = "tenant-7f3k" }
 profile = "prometheus-mcp-server"
 allow = ["execute_range_query"]
 call_timeout_secs = 30
@@ -227,11 +230,17 @@ args = { datasourceUid = "loki", logql = "{query}", limit = "{limit}" }
         assert_eq!(mcp.servers[1].call_timeout_secs, Some(30));
         let binding = &mcp.capabilities["log_query"];
         assert_eq!(binding.args["logql"], serde_json::json!("{query}"));
+        assert_eq!(mcp.servers[1].headers["X-Scope-OrgID"], "tenant-7f3k");
+        assert_eq!(
+            mcp.servers[1].bearer_token_file.as_deref(),
+            Some(Path::new("/var/run/secrets/firstline/mcp-token"))
+        );
         let shown = format!("{mcp:?}");
         assert!(
-            !shown.contains("/etc/kube/config"),
-            "env values stay out of Debug: {shown}"
+            !shown.contains("/etc/kube/config") && !shown.contains("tenant-7f3k"),
+            "env and header values stay out of Debug: {shown}"
         );
+        assert!(shown.contains("X-Scope-OrgID"), "{shown}");
         Ok(())
     });
 }
@@ -241,8 +250,24 @@ fn bad_mcp_settings_name_the_setting() {
     let cases: &[(&str, &str)] = &[
         ("[[mcp.servers]]\nname = \"a\"\n", "exactly one of `url`"),
         (
-            "[[mcp.servers]]\nname = \"a\"\nurl = \"https://x/mcp\"\n",
-            "https:// MCP endpoints are not supported yet",
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"ftp://x/mcp\"\n",
+            "must be an http:// or https:// URL",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nca_file = \"/ca.pem\"\n",
+            "`ca_file` needs an https:// `url`",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nbearer_token_file = \"/t\"\n",
+            "a stdio server takes `env`",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"https://x/mcp\"\nheaders = { \"X Org\" = \"1\" }\n",
+            "`X Org` is not an HTTP header name",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"https://x/mcp\"\nbearer_token_file = \"/t\"\nheaders = { Authorization = \"Basic x\" }\n",
+            "either in `headers` or by `bearer_token_file`",
         ),
         (
             "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nprofile = \"nope\"\n",

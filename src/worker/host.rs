@@ -83,6 +83,8 @@ pub async fn start_worker(
         SLACK_TIMEOUT,
     ));
     let model = ModelPath::from_settings(&settings.llm)?;
+    // The recorder first: the activities hold their in-flight gauge from construction on.
+    let _ = crate::telemetry::metrics();
     crate::embedding::check(&pool, embedder.as_ref())
         .await
         .map_err(WorkerError::Embedding)?;
@@ -95,6 +97,7 @@ pub async fn start_worker(
         embedder: Some(embedder),
         policy: round_policy(&settings.round, &settings.llm),
         context_chars: settings.round.context_chars,
+        task_queue: settings.temporal.task_queue.clone(),
     });
 
     let client = firstline_temporal::connect(

@@ -79,8 +79,9 @@ impl KafkaSink {
     }
 
     /// Creates the topic when it does not exist (production topics are usually pre-created;
-    /// then this is a no-op).
-    async fn ensure_topic(&self) -> Result<(), String> {
+    /// then this is a no-op). The relay calls it before its first publish; `firstline dev`
+    /// before anything subscribes.
+    pub async fn ensure_topic(&self) -> Result<(), String> {
         if self.topic_ready.load(Ordering::Relaxed) {
             return Ok(());
         }

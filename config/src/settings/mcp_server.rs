@@ -4,6 +4,7 @@
 use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// Names of the built-in capability profiles (`mcp.servers[].profile`). The profiles themselves
 /// (tool names and argument shapes) live with the tool layer in `firstline-investigation`, whose
@@ -18,14 +19,22 @@ pub const MCP_PROFILES: &[&str] = &[
 /// The setting every server's problems are reported under.
 pub(super) const SERVERS: &str = "mcp.servers";
 
-/// One MCP server: either `url` (streamable HTTP) or `command` (a stdio child process).
+/// One MCP server: either `url` (streamable HTTP, plain or over TLS) or `command` (a stdio child
+/// process).
 #[derive(Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpServerSettings {
     /// Name used in capability bindings, evidence and the audit trail.
     pub name: String,
-    /// Streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    /// Streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp` or `https://mcp.example/mcp`.
     pub url: Option<String>,
+    /// For `https://`: a PEM bundle of the CAs to trust instead of the system's roots.
+    pub ca_file: Option<PathBuf>,
+    /// A file holding the bearer token sent as `Authorization: Bearer …` (a mounted Secret, a
+    /// projected service-account token); read at each connection, so a rotated token is used.
+    pub bearer_token_file: Option<PathBuf>,
+    /// Headers sent with every request (a tenant id, an API key header; values are never logged).
+    pub headers: BTreeMap<String, String>,
     /// Program to start for a stdio server.
     pub command: Option<String>,
     /// Its arguments.
@@ -53,6 +62,9 @@ impl std::fmt::Debug for McpServerSettings {
         f.debug_struct("McpServerSettings")
             .field("name", &self.name)
             .field("url", &self.url)
+            .field("ca_file", &self.ca_file)
+            .field("bearer_token_file", &self.bearer_token_file)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
@@ -91,18 +103,38 @@ impl McpServerSettings {
             (Some(_), Some(_)) | (None, None) => {
                 return reject("set exactly one of `url` (streamable HTTP) and `command` (stdio)");
             }
-            (Some(url), None) if url.starts_with("https://") => {
-                return reject(
-                    "https:// MCP endpoints are not supported yet; use http:// (e.g. in-cluster) or a stdio `command`",
-                );
+            (Some(url), None) if !url.starts_with("http://") && !url.starts_with("https://") => {
+                return reject("`url` must be an http:// or https:// URL");
             }
-            (Some(url), None) if !url.starts_with("http://") => {
-                return reject("`url` must be an http:// URL");
+            (Some(url), None) if self.ca_file.is_some() && !url.starts_with("https://") => {
+                return reject("`ca_file` needs an https:// `url`");
             }
             (None, Some(command)) if command.trim().is_empty() => {
                 return reject("`command` is empty");
             }
+            (None, Some(_))
+                if self.ca_file.is_some()
+                    || self.bearer_token_file.is_some()
+                    || !self.headers.is_empty() =>
+            {
+                return reject(
+                    "`ca_file`, `bearer_token_file` and `headers` are for an HTTP `url`; a stdio server takes `env`",
+                );
+            }
             _ => {}
+        }
+        if let Some(name) = self.headers.keys().find(|name| !is_header_name(name)) {
+            return reject(&format!("`headers`: `{name}` is not an HTTP header name"));
+        }
+        if self
+            .headers
+            .keys()
+            .any(|name| name.eq_ignore_ascii_case("authorization"))
+            && self.bearer_token_file.is_some()
+        {
+            return reject(
+                "set the Authorization header either in `headers` or by `bearer_token_file`",
+            );
         }
         if let Some(profile) = &self.profile
             && !MCP_PROFILES.contains(&profile.as_str())
@@ -120,4 +152,12 @@ impl McpServerSettings {
         }
         Ok(())
     }
+}
+
+/// An HTTP header name: one or more token characters (RFC 9110).
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }

@@ -5,10 +5,8 @@
 //! remembered for [`RETRY_AFTER`], so a server that is down costs one timeout per round, not one
 //! per step. A connection whose transport closed is dropped and reopened on the next call.
 //!
-//! MCP servers are reached over plain HTTP in-cluster or over stdio (configuration accepts
-//! `http://` only for now). reqwest is built with rustls but no crypto provider (the model
-//! client needs TLS; the workspace has one provider, ring), so ring is installed before the
-//! first HTTP client is built: without a process-wide provider reqwest refuses to build one.
+//! MCP servers are reached over streamable HTTP, plain or over TLS with credentials (`http.rs`),
+//! or over stdio.
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -17,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
@@ -92,7 +91,7 @@ impl Connection {
         match outcome {
             Ok(connected) => {
                 let connected = Arc::new(connected);
-                tracing::info!(server = %self.spec.name, tools = connected.tools.len(), "connected to MCP server");
+                tracing::debug!(server = %self.spec.name, tools = connected.tools.len(), "connected to MCP server");
                 *state = State::Ready(connected.clone());
                 Ok(connected)
             }
@@ -167,8 +166,46 @@ fn describe(error: &ServiceError) -> String {
                 redact(&data.message).text
             )
         }
-        other => redact(&other.to_string()).text,
+        other => redact(&with_causes(other)).text,
     }
+}
+
+/// Why a session could not start; rmcp's transport error keeps its causes out of the chain.
+fn init_failure(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::TransportError { error, context } => {
+            let http = match error
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            {
+                Some(StreamableHttpError::Client(http)) => Some(with_causes(http)),
+                _ => None,
+            };
+            match http {
+                Some(http) => format!("{http}, when {context}"),
+                None => format!("{}, when {context}", with_causes(error)),
+            }
+        }
+        other => with_causes(other),
+    }
+}
+
+/// An error and every cause beneath it, each once: a TLS or HTTP failure is told by its cause
+/// ("invalid peer certificate: UnknownIssuer", "401 Unauthorized"), not by "error sending request".
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    // Bounded: a cause chain is a few links; a cyclic one must not loop forever.
+    for _ in 0..8 {
+        let Some(inner) = cause else { break };
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
@@ -177,13 +214,12 @@ async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
     // its round's spans above it, until the connection closes).
     let session = tracing::info_span!(parent: None, "mcp.session", server = %spec.name);
     let client: Client = match &spec.transport {
-        Transport::Http(url) => {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+        Transport::Http(endpoint) => {
+            let transport = super::http::transport(endpoint)?;
             ().serve(transport)
                 .instrument(session)
                 .await
-                .map_err(|e| redact(&e.to_string()).text)?
+                .map_err(|e| redact(&init_failure(&e)).text)?
         }
         Transport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -214,7 +250,7 @@ async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
             ().serve(transport)
                 .instrument(session)
                 .await
-                .map_err(|e| redact(&e.to_string()).text)?
+                .map_err(|e| redact(&init_failure(&e)).text)?
         }
     };
     let tools = client

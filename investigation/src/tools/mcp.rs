@@ -411,7 +411,7 @@ impl RoundTools {
                     .await;
                 }
                 let outcome = if is_error { "error" } else { "ok" };
-                tracing::info!(
+                tracing::debug!(
                     duration_ms,
                     outcome,
                     bytes = text.original_bytes,

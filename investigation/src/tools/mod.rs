@@ -186,6 +186,7 @@ pub trait EvidenceSource: Send + Sync + 'static {
 }
 
 mod client;
+mod http;
 pub mod mcp;
 mod output;
 pub mod profiles;

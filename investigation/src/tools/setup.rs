@@ -37,7 +37,7 @@ pub enum ToolConfigError {
 /// How to reach a server.
 #[derive(Clone, PartialEq)]
 pub(crate) enum Transport {
-    Http(String),
+    Http(super::http::HttpEndpoint),
     Stdio {
         command: String,
         args: Vec<String>,
@@ -49,7 +49,7 @@ pub(crate) enum Transport {
 impl std::fmt::Debug for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Transport::Http(url) => write!(f, "http {url}"),
+            Transport::Http(endpoint) => write!(f, "{endpoint:?}"),
             Transport::Stdio { command, args, .. } => write!(f, "stdio {command} {args:?}"),
         }
     }
@@ -116,7 +116,12 @@ fn server_spec(
         return Err(ToolConfigError::Unnamed { index: index + 1 });
     }
     let transport = match (&server.url, &server.command) {
-        (Some(url), None) => Transport::Http(url.clone()),
+        (Some(url), None) => Transport::Http(super::http::HttpEndpoint {
+            url: url.clone(),
+            ca_file: server.ca_file.clone(),
+            bearer_token_file: server.bearer_token_file.clone(),
+            headers: server.headers.clone(),
+        }),
         (None, Some(command)) => Transport::Stdio {
             command: command.clone(),
             args: server.args.clone(),
