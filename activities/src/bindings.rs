@@ -93,6 +93,7 @@ pub fn round_policy(round: &RoundSettings, llm: &LlmSettings) -> RoundPolicy {
         },
         refine: llm.enabled().then(|| ActivityPolicy {
             start_to_close_secs: llm.budget_secs + REFINE_MARGIN_SECS,
+            heartbeat_secs: Some(llm.heartbeat_secs),
             ..activity.clone()
         }),
         activity,
@@ -102,6 +103,30 @@ pub fn round_policy(round: &RoundSettings, llm: &LlmSettings) -> RoundPolicy {
 /// Time `refine_round` gets beyond the model's budget (which also bounds the model's tool
 /// calls): reading the checkpoint and storing the outcome.
 const REFINE_MARGIN_SECS: u64 = 10;
+
+/// How often a long activity other than `run_graph` (which beats per step) heartbeats; the worker
+/// throttles what it sends to a fraction of the heartbeat timeout.
+const HEARTBEAT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Awaits `work` while heartbeating, so that a worker lost in the middle is noticed within the
+/// activity's heartbeat timeout instead of its whole start-to-close.
+async fn heartbeating<T>(ctx: &ActivityContext, round: u32, work: impl Future<Output = T>) -> T {
+    tokio::pin!(work);
+    let mut ticker = tokio::time::interval(HEARTBEAT_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Bounded by `work`, which the activity's own timeouts bound.
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = ticker.tick() => {
+                metrics::counter!(crate::metrics::HEARTBEATS).increment(1);
+                if let Err(e) = ctx.record_heartbeat(round).await {
+                    tracing::warn!(error = %e, "heartbeat not recorded");
+                }
+            }
+        }
+    }
+}
 
 fn failure(error: RoundError) -> ActivityError {
     metrics::counter!(crate::metrics::ACTIVITY_FAILURES, "retryable" => error.retryable().to_string())
@@ -242,16 +267,17 @@ impl Activities {
             Some(&input.thread),
             Some(input.round),
         );
-        crate::refine::refine_round(
+        let refine = crate::refine::refine_round(
             &deps.pool,
             &deps.tools,
             deps.model.as_ref(),
             &deps.graph,
             &input,
         )
-        .instrument(span)
-        .await
-        .map_err(failure)
+        .instrument(span);
+        heartbeating(&ctx, input.round, refine)
+            .await
+            .map_err(failure)
     }
 
     #[activity(definition = defined::EditPost)]

@@ -7,7 +7,7 @@ pub const ROUNDS_STARTED: &str = "firstline_rounds_started_total";
 pub const ROUNDS_FINISHED: &str = "firstline_rounds_finished_total";
 /// Histogram: seconds per graph super-step, by `nodes` (the step's nodes joined by `+`).
 pub const GRAPH_STEP_SECONDS: &str = "firstline_graph_step_seconds";
-/// Counter: heartbeats sent by `run_graph`.
+/// Counter: heartbeats sent by `run_graph` and `refine_round`.
 pub const HEARTBEATS: &str = "firstline_heartbeats_total";
 /// Counter: activity attempts that failed, by `retryable`.
 pub const ACTIVITY_FAILURES: &str = "firstline_activity_failures_total";

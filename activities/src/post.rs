@@ -254,6 +254,7 @@ pub async fn edit_post(
             Some(round_blocks(&result, round).into()),
         )
         .await?;
+    faults::pause(faults::EDIT_AFTER_SEND).await;
     let (now, before) = if grounded {
         (CHECK_MARK, QUESTION)
     } else {

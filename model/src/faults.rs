@@ -17,6 +17,8 @@ pub const GRAPH_AFTER_STEP: &str = "round.graph.after_step";
 pub const REFINE_AFTER_MODEL: &str = "round.refine.after_model";
 /// Worker: after `chat.postMessage` answered, before the posted ts is stored.
 pub const POST_AFTER_SEND: &str = "round.post.after_send";
+/// Worker: after `chat.update` answered (`edit_post`), before the edit is stored.
+pub const EDIT_AFTER_SEND: &str = "round.edit.after_send";
 
 /// Embedder: after a batch's vectors are written, before its offsets are committed.
 pub const EMBEDDER_AFTER_WRITE: &str = "embedder.after_write";

@@ -124,8 +124,14 @@ pub async fn start_worker(
         .register_activities(activities)
         .tuner(tuner)
         .graceful_shutdown_period(Duration::from_secs(settings.worker.shutdown_grace_secs))
+        .sticky_queue_schedule_to_start_timeout(Duration::from_secs(
+            settings.worker.sticky_timeout_secs,
+        ))
         .max_heartbeat_throttle_interval(heartbeat_throttle(
-            settings.round.run_graph_heartbeat_secs,
+            settings
+                .round
+                .run_graph_heartbeat_secs
+                .min(settings.llm.heartbeat_secs),
         ))
         .build();
     let worker =

@@ -191,7 +191,11 @@ impl RoundApp {
             .env("FIRSTLINE_TEMPORAL__TASK_QUEUE", &t.task_queue)
             .env("FIRSTLINE_SLACK__API_URL", &s.slack.api_url)
             .env("FIRSTLINE_SLACK__BOT_TOKEN", TOKEN)
-            .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0");
+            .env("FIRSTLINE_WORKER__LISTEN", "127.0.0.1:0")
+            .env(
+                "FIRSTLINE_WORKER__STICKY_TIMEOUT_SECS",
+                s.worker.sticky_timeout_secs.to_string(),
+            );
         let r = &s.round;
         for (key, value) in [
             ("MAX_ROUNDS", r.max_rounds.to_string()),
@@ -222,6 +226,7 @@ impl RoundApp {
                 ("MAX_TOOL_CALLS", llm.max_tool_calls.to_string()),
                 ("MAX_TOKENS", llm.max_tokens.to_string()),
                 ("BUDGET_SECS", llm.budget_secs.to_string()),
+                ("HEARTBEAT_SECS", llm.heartbeat_secs.to_string()),
             ] {
                 command.env(format!("FIRSTLINE_LLM__{key}"), value);
             }

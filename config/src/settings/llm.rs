@@ -29,6 +29,10 @@ pub struct LlmSettings {
     pub max_tokens: u32,
     /// Seconds of wall time the model path of one round may take.
     pub budget_secs: u64,
+    /// Seconds without a heartbeat after which the model pass (`refine_round`) is retried on
+    /// another worker, resuming from the answers it already has: a lost worker delays the edit by
+    /// this, not by the whole budget.
+    pub heartbeat_secs: u64,
     /// Characters of evidence in the model's opening context (a small local model reads about
     /// 400 a second on one CPU thread; a hosted one takes the default in stride).
     pub context_chars: usize,
@@ -53,6 +57,7 @@ impl Default for LlmSettings {
             max_tool_calls: 8,
             max_tokens: 24_000,
             budget_secs: 120,
+            heartbeat_secs: 30,
             context_chars: 16_000,
             temperature: 0.0,
             investigate: true,
@@ -77,8 +82,16 @@ impl LlmSettings {
             ("llm.max_tool_calls", u64::from(self.max_tool_calls)),
             ("llm.max_tokens", u64::from(self.max_tokens)),
             ("llm.budget_secs", self.budget_secs),
+            ("llm.heartbeat_secs", self.heartbeat_secs),
             ("llm.context_chars", self.context_chars as u64),
         ])?;
+        // A heartbeat window as long as the pass itself could never notice a lost worker.
+        if self.heartbeat_secs >= self.budget_secs {
+            return Err(ConfigError::rejected(
+                "llm.heartbeat_secs",
+                "must be shorter than llm.budget_secs",
+            ));
+        }
         if !(0.0..=2.0).contains(&self.temperature) {
             return Err(ConfigError::rejected(
                 "llm.temperature",
@@ -147,6 +160,21 @@ mod tests {
             ..configured()
         };
         assert_eq!(rejected(&not_a_url), "llm.base_url");
+    }
+
+    #[test]
+    fn a_heartbeat_window_must_be_shorter_than_the_budget() {
+        let as_long = LlmSettings {
+            heartbeat_secs: 120,
+            budget_secs: 120,
+            ..configured()
+        };
+        assert_eq!(rejected(&as_long), "llm.heartbeat_secs");
+        let zero = LlmSettings {
+            heartbeat_secs: 0,
+            ..configured()
+        };
+        assert_eq!(rejected(&zero), "llm.heartbeat_secs");
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub struct WorkerSettings {
     /// Seconds in-flight activities get to finish after SIGTERM before they are cancelled and
     /// handed back (keep it below the pod's termination grace period).
     pub shutdown_grace_secs: u64,
+    /// Seconds a round's next workflow task waits for the worker that ran its last one before
+    /// any worker may take it: a lost worker delays its rounds by this.
+    pub sticky_timeout_secs: u64,
 }
 
 impl Default for WorkerSettings {
@@ -26,6 +29,7 @@ impl Default for WorkerSettings {
             max_concurrent_activities: 20,
             max_concurrent_workflow_tasks: 20,
             shutdown_grace_secs: 20,
+            sticky_timeout_secs: 5,
         }
     }
 }
@@ -42,6 +46,7 @@ impl WorkerSettings {
                 "worker.max_concurrent_workflow_tasks",
                 self.max_concurrent_workflow_tasks as u64,
             ),
+            ("worker.sticky_timeout_secs", self.sticky_timeout_secs),
         ])
     }
 }
