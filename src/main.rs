@@ -12,6 +12,7 @@ mod feedback;
 mod health;
 mod investigate;
 mod migrate;
+mod redact;
 mod service;
 mod telemetry;
 mod worker;
@@ -56,6 +57,8 @@ enum Command {
     Eval(eval::Args),
     /// List the rounds people marked "Wrong cause", each as the start of a lab scenario.
     Feedback(feedback::Args),
+    /// Redact secrets from stdin as Firstline does at ingest; print the result on stdout.
+    Redact(redact::Args),
 }
 
 fn main() -> ExitCode {
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
             Command::Investigate(args) => investigate::run(settings, args).await,
             Command::Eval(args) => eval::run(settings, args).await,
             Command::Feedback(args) => feedback::run(settings, args).await,
+            Command::Redact(args) => redact::run(args),
         }
     });
     // Queued spans go out while the runtime still runs (bounded; dropping it would too).
@@ -117,6 +121,7 @@ impl Command {
             Command::Investigate(_) => "investigate",
             Command::Eval(_) => "eval",
             Command::Feedback(_) => "feedback",
+            Command::Redact(_) => "redact",
         }
     }
 }

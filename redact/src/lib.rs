@@ -1,20 +1,34 @@
 //! firstline-redact: secrets out of untrusted text before it is stored, published, signalled,
 //! shown in Slack or sent to a model (ARCHITECTURE.md, invariants 7 and 12). The bot applies it to
 //! every Slack message at ingest ([`redact_json`] for the payload kept as `raw`); the
-//! investigation to every tool answer.
+//! investigation to every tool answer; `firstline redact` to stdin, for operators.
 //!
-//! Rules are ordered: whole-block secrets (PEM keys) first, then token shapes that are secret
-//! wherever they appear (JWTs, Slack/GitHub tokens, AWS key ids), then secrets recognised by the
-//! key they follow (`password=`, `api_key:`). Each replacement is the literal [`REDACTED`], so
-//! later rules see it and leave it alone, and the count is exact.
+//! Rules run in order, one module per way of recognising a secret: whole PEM private keys and
+//! `Authorization` headers first; credentials in URLs and connection strings
+//! ([`connection`]); provider token shapes, with or without a key name ([`providers`]); values
+//! named by a secret-ish key or a sentence ([`keyed`]); and last, long random-looking tokens
+//! ([`entropy`]), except the identifiers an investigation needs, which stay readable
+//! ([`readable`]: commits, trace and span ids, UUIDs, pod-template hashes, image digests). Each
+//! replacement is the literal [`REDACTED`], so later rules see it and leave it alone, and the
+//! count per [`Kind`] is exact.
 //!
 //! It errs towards keeping evidence readable: words such as `token` and `secret` only redact a
 //! value that looks machine-generated, because Kubernetes output is full of
 //! `TokenExpirationSeconds: 3607` and `secret "db" not found`, which are evidence, not secrets.
 
-use std::sync::LazyLock;
+mod connection;
+mod entropy;
+mod keyed;
+mod kind;
+mod providers;
+mod readable;
+mod tally;
+mod value;
 
-use regex::{Captures, Regex};
+use std::collections::BTreeMap;
+
+pub use kind::Kind;
+use tally::Tally;
 
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
@@ -24,175 +38,20 @@ pub const REDACTED: &str = "[REDACTED]";
 pub struct Redacted {
     pub text: String,
     pub redactions: usize,
+    /// `redactions` by the kind of rule that removed them (kinds with none are absent).
+    pub kinds: BTreeMap<Kind, usize>,
 }
-
-static PEM_PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)")
-        .expect("static regex")
-});
-
-/// `Authorization: Bearer x`, `Authorization: Basic x`, `"authorization": "token x"`.
-static AUTHORIZATION_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(authorization"?[ \t]*[:=][ \t]*"?(?:bearer|basic|token|apikey)[ \t]+)([A-Za-z0-9._~+/=-]+)"#)
-        .expect("static regex")
-});
-
-/// A bearer token outside an Authorization header (curl command lines, log lines).
-static BEARER_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(bearer[ \t]+)([A-Za-z0-9._~+/-]{12,}=*)").expect("static regex")
-});
-
-/// `scheme://user:password@host`: keep the user (useful evidence), drop the password.
-static URL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/\s@]+:)([^@\s/]+)(@)").expect("static regex")
-});
-
-/// Three base64url segments, the first one a JSON header (`{"` encodes to `eyJ`).
-static JWT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
-        .expect("static regex")
-});
-
-static SLACK_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}").expect("static regex")
-});
-
-static GITHUB_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})")
-        .expect("static regex")
-});
-
-static AWS_ACCESS_KEY_ID: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b").expect("static regex"));
-
-/// `key = value`, `key: value`, `"key": "value"` where the key *ends* in a secret-ish word.
-/// Group 1 is the whole key and separator, group 2 the key's secret-ish word, group 3 the value.
-static SECRET_KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)(\b[A-Za-z0-9_.-]*?(password|passwd|pwd|passphrase|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|token|secret)"?[ \t]*[:=][ \t]*"?)([^\s"',;&}]+)"#,
-    )
-    .expect("static regex")
-});
 
 /// Redacts every secret the rules recognise. Pure and deterministic.
 pub fn redact(text: &str) -> Redacted {
-    let mut count = 0usize;
-    let mut current = text.to_string();
-
-    current = replace_counting(&PEM_PRIVATE_KEY, &current, &mut count, |_| {
-        format!("{REDACTED} PRIVATE KEY")
-    });
-    current = replace_counting(&AUTHORIZATION_HEADER, &current, &mut count, |caps| {
-        format!("{}{REDACTED}", &caps[1])
-    });
-    current = replace_counting(&BEARER_TOKEN, &current, &mut count, |caps| {
-        format!("{}{REDACTED}", &caps[1])
-    });
-    let mut url_count = 0usize;
-    current = URL_PASSWORD
-        .replace_all(&current, |caps: &Captures<'_>| {
-            if &caps[2] == REDACTED {
-                return caps[0].to_string();
-            }
-            url_count += 1;
-            format!("{}{REDACTED}{}", &caps[1], &caps[3])
-        })
-        .into_owned();
-    count += url_count;
-    for whole_token in [&*JWT, &*SLACK_TOKEN, &*GITHUB_TOKEN, &*AWS_ACCESS_KEY_ID] {
-        current = replace_counting(whole_token, &current, &mut count, |_| REDACTED.to_string());
-    }
-
-    // Key-value secrets need a per-match decision, so they count themselves.
-    let mut key_value_count = 0usize;
-    current = SECRET_KEY_VALUE
-        .replace_all(&current, |caps: &Captures<'_>| {
-            let key_word = caps[2].to_ascii_lowercase();
-            let value = &caps[3];
-            if should_redact_value(&key_word, value) {
-                key_value_count += 1;
-                format!("{}{REDACTED}", &caps[1])
-            } else {
-                caps[0].to_string()
-            }
-        })
-        .into_owned();
-    count += key_value_count;
-
-    Redacted {
-        text: current,
-        redactions: count,
-    }
-}
-
-fn replace_counting(
-    pattern: &Regex,
-    text: &str,
-    count: &mut usize,
-    mut replacement: impl FnMut(&Captures<'_>) -> String,
-) -> String {
-    pattern
-        .replace_all(text, |caps: &Captures<'_>| {
-            *count += 1;
-            replacement(caps)
-        })
-        .into_owned()
-}
-
-/// Whether the value after a secret-ish key is a secret.
-///
-/// Password-like keys redact any real value (passwords can be short and wordy). The bare words
-/// `token` and `secret` only redact values that look machine-generated, so log prose such as
-/// `refresh token: expired` stays readable.
-fn should_redact_value(key_word: &str, value: &str) -> bool {
-    if is_placeholder(value) {
-        return false;
-    }
-    match key_word {
-        "token" | "secret" => looks_machine_generated(value),
-        _ => true,
-    }
-}
-
-fn is_placeholder(value: &str) -> bool {
-    let lower = value.to_ascii_lowercase();
-    value.is_empty()
-        || value.contains(REDACTED)
-        || value.chars().all(|c| c == '*' || c == 'x' || c == 'X')
-        || matches!(
-            lower.as_str(),
-            "true" | "false" | "null" | "nil" | "none" | "<none>" | "<nil>" | "<unset>" | "[redacted]"
-        )
-        || value.starts_with('$') // `${DB_PASSWORD}` references a secret, it is not one.
-        || value.starts_with('<') && value.ends_with('>')
-}
-
-/// Long and mixed (letters and digits), or long with high character entropy.
-fn looks_machine_generated(value: &str) -> bool {
-    let len = value.chars().count();
-    let has_digit = value.chars().any(|c| c.is_ascii_digit());
-    let has_alpha = value.chars().any(|c| c.is_ascii_alphabetic());
-    (len >= 12 && has_digit && has_alpha) || (len >= 20 && shannon_entropy(value) >= 3.5)
-}
-
-/// Bits per character of the value's character distribution.
-fn shannon_entropy(value: &str) -> f64 {
-    let mut counts = std::collections::HashMap::new();
-    let mut total = 0f64;
-    for c in value.chars() {
-        *counts.entry(c).or_insert(0f64) += 1.0;
-        total += 1.0;
-    }
-    if total == 0.0 {
-        return 0.0;
-    }
-    counts
-        .values()
-        .map(|n| {
-            let p = n / total;
-            -p * p.log2()
-        })
-        .sum()
+    let mut tally = Tally::default();
+    let text = providers::private_keys(text, &mut tally);
+    let text = keyed::authorization(&text, &mut tally);
+    let text = connection::redact(&text, &mut tally);
+    let text = providers::redact(&text, &mut tally);
+    let text = keyed::redact(&text, &mut tally);
+    let text = entropy::redact(&text, &mut tally);
+    tally.finish(text)
 }
 
 /// `value` with every string in it redacted (object keys are kept: they are field names), and
@@ -337,6 +196,37 @@ mod tests {
             "auth_token: [REDACTED]",
             1,
         ),
+        // Beyond key names and shapes: connection strings, prose, bare random tokens.
+        (
+            "Server=tcp:sql.prod,1433;Database=orders;User ID=app;Password=Winter!kafka42;Encrypt=true",
+            "Server=tcp:sql.prod,1433;Database=orders;User ID=app;Password=[REDACTED];Encrypt=true",
+            1,
+        ),
+        (
+            "jdbc:postgresql://pg:5432/orders?user=app&password=Orders77abc&sslmode=require",
+            "jdbc:postgresql://pg:5432/orders?user=app&password=[REDACTED]&sslmode=require",
+            1,
+        ),
+        (
+            "AccountName=diag;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy+/Q==;EndpointSuffix=core.windows.net",
+            "AccountName=diag;AccountKey=[REDACTED];EndpointSuffix=core.windows.net",
+            1,
+        ),
+        (
+            "SharedAccessSignature=sv=2022-11-02&sig=abc%2Bdef%3D",
+            "SharedAccessSignature=[REDACTED]",
+            1,
+        ),
+        (
+            "the root password is Hunter2xyz",
+            "the root password is [REDACTED]",
+            1,
+        ),
+        (
+            "rotated, new value 9vQ2mX7LkP4wR8tZ1bN6cJ3hF5dS0aYe",
+            "rotated, new value [REDACTED]",
+            1,
+        ),
     ];
 
     /// Ordinary evidence that must pass through untouched.
@@ -360,6 +250,12 @@ mod tests {
         "All host(s) tried for db query failed (tried: prod-db:3333)",
         "exec: \"wge\": executable file not found in $PATH: unknown",
         "mail ops@example.com about http://status.example.com",
+        "payments-api-5d8f7c9b4-x7k2p   0/1   CrashLoopBackOff   6 (40s ago)   14m",
+        "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "rolled back to 9fceb02d0ae598e95dc970b74767f19372d61af8 (was 3f9a2b1)",
+        "sum(rate(http_requests_total{job=\"payments-api\",code=~\"5..\"}[5m]))",
+        "https://grafana.example.com/d/AbC123xYz/payments-overview?orgId=1&from=now-1h",
+        "the password reset page is down, token is expired, secret is mounted",
     ];
 
     #[test]
