@@ -205,11 +205,11 @@ async fn prepare_database(
 /// Creates the message topic before anything subscribes to it: the embedder's consumer would
 /// otherwise log librdkafka's "Subscribed topic not available" error until the first publish.
 async fn prepare_topic(settings: &Settings, addresses: &Addresses) -> anyhow::Result<()> {
-    let sink = firstline_bot::relay::kafka::KafkaSink::new(
-        &addresses.kafka_brokers(),
-        &settings.kafka.topic,
-        TOPIC_TIMEOUT,
-    )?;
+    let kafka = firstline_config::KafkaSettings {
+        brokers: addresses.kafka_brokers(),
+        ..settings.kafka.clone()
+    };
+    let sink = firstline_bot::relay::kafka::KafkaSink::new(&kafka, TOPIC_TIMEOUT)?;
     sink.ensure_topic().await.map_err(anyhow::Error::msg)
 }
 

@@ -92,7 +92,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
     )
     .await;
     check_temporal(&mut report, &settings.temporal, tools.as_ref()).await;
-    check_kafka(&mut report, &settings.kafka.brokers).await;
+    check_kafka(&mut report, &settings.kafka).await;
 
     if report.failures == 0 {
         println!("all checks passed");
@@ -199,13 +199,33 @@ async fn check_temporal(report: &mut Report, temporal: &TemporalSettings, tools:
     }
 }
 
-async fn check_kafka(report: &mut Report, brokers: &str) {
+async fn check_kafka(report: &mut Report, kafka: &firstline_config::KafkaSettings) {
+    let brokers = kafka.brokers.as_str();
     let first = brokers
         .split(',')
         .next()
         .unwrap_or(brokers)
         .trim()
         .to_string();
+    if kafka.security != firstline_config::KafkaSecurity::Plaintext {
+        // TLS and SASL: a real client's handshake and login, then the cluster's metadata.
+        match kafka_metadata(kafka.clone()).await {
+            Ok(brokers) => report.ok(
+                "kafka",
+                format!("{first}: logged in, {brokers} broker(s) in the metadata"),
+            ),
+            Err(e) => report.fail(
+                "kafka",
+                format!(
+                    "{first}: {e} (check {}, {} and {})",
+                    env_var("kafka.security"),
+                    env_var("kafka.ca_file"),
+                    env_var("kafka.sasl_username")
+                ),
+            ),
+        }
+        return;
+    }
     match firstline_stack::broker::api_versions(first.clone()).await {
         Ok(()) => report.ok("kafka", format!("{first} answers ApiVersions")),
         Err(e) => report.fail(
@@ -217,3 +237,49 @@ async fn check_kafka(report: &mut Report, brokers: &str) {
         ),
     }
 }
+
+/// The number of brokers the cluster's metadata lists, asked with the configured security.
+async fn kafka_metadata(kafka: firstline_config::KafkaSettings) -> Result<usize, String> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    // librdkafka's calls block their thread.
+    tokio::task::spawn_blocking(move || {
+        let mut config = rdkafka::ClientConfig::new();
+        for (key, value) in kafka.client_properties().map_err(|e| e.to_string())? {
+            config.set(key, value);
+        }
+        let context = LastError::default();
+        let consumer: BaseConsumer<LastError> = config
+            .create_with_context(context)
+            .map_err(|e| e.to_string())?;
+        consumer
+            .fetch_metadata(None, std::time::Duration::from_secs(10))
+            .map(|metadata| metadata.brokers().len())
+            .map_err(|e| {
+                // "Broker transport failure" hides why: the client's own error says it (a
+                // refused login, an untrusted certificate), delivered when its events are served.
+                let _ = consumer.poll(std::time::Duration::from_millis(200));
+                let why = consumer
+                    .context()
+                    .0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                why.unwrap_or_else(|| e.to_string())
+            })
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// The client's most recent error, as librdkafka reported it.
+#[derive(Default)]
+struct LastError(std::sync::Mutex<Option<String>>);
+
+impl rdkafka::ClientContext for LastError {
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        let said = format!("{error}: {reason}");
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(said);
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for LastError {}

@@ -187,7 +187,7 @@ pub async fn start(
     let relay_config = RelayConfig::from_settings(&settings.bot);
     let call_timeout = Duration::from_secs(settings.bot.relay_call_timeout_secs);
     if parts.publish {
-        let sink = KafkaSink::new(&settings.kafka.brokers, &settings.kafka.topic, call_timeout)?;
+        let sink = KafkaSink::new(&settings.kafka, call_timeout)?;
         tasks.spawn(relay::run(
             pool.clone(),
             sink,

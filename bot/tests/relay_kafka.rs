@@ -144,7 +144,7 @@ async fn a_relay_killed_mid_pass_leaves_its_rows_to_another_instance() {
     .await;
     // Instance B runs meanwhile: SKIP LOCKED lets it deliver the other 20.
     let cancel = tokio_util::sync::CancellationToken::new();
-    let sink = KafkaSink::new(&s.kafka.brokers, &s.kafka.topic, Duration::from_secs(5)).unwrap();
+    let sink = KafkaSink::new(&s.kafka, Duration::from_secs(5)).unwrap();
     let b = tokio::spawn(relay::run(db.pool.clone(), sink, config, cancel.clone()));
     wait_count(
         &db.pool,
@@ -207,7 +207,7 @@ async fn a_payload_that_is_not_a_topic_record_fails_alone_with_its_reason() {
     .execute(&db.pool)
     .await
     .unwrap();
-    let sink = KafkaSink::new(&s.kafka.brokers, &s.kafka.topic, Duration::from_secs(10)).unwrap();
+    let sink = KafkaSink::new(&s.kafka, Duration::from_secs(10)).unwrap();
     let config = RelayConfig {
         batch: 10,
         poll: Duration::from_millis(50),

@@ -26,6 +26,7 @@ pub use settings::{
     CapabilityBinding, MCP_CAPABILITIES, MCP_PROFILES, McpServerSettings, McpSettings,
 };
 pub use settings::{EmbedderSettings, EmbeddingSettings, LOCAL_EMBEDDING_MODEL, LlmSettings};
+pub use settings::{KafkaSecurity, SASL_MECHANISMS};
 
 /// Why the settings could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -55,13 +55,15 @@ pub async fn start_embedder(
     let pool = firstline_store::connect(&settings.database).await?;
     crate::embedding::check(&pool, embedder.as_ref()).await?;
     let mut config = ClientConfig::new();
+    for (key, value) in settings.kafka.client_properties()? {
+        config.set(key, value);
+    }
     if !settings.embedder.instance_id.trim().is_empty() {
         // Static membership: a restarted member takes its place at once instead of waiting for
         // the dead one's session to expire.
         config.set("group.instance.id", settings.embedder.instance_id.trim());
     }
     let consumer: StreamConsumer = config
-        .set("bootstrap.servers", &settings.kafka.brokers)
         .set("group.id", &settings.embedder.group_id)
         .set(
             "client.id",

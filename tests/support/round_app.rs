@@ -263,8 +263,10 @@ impl RoundApp {
     pub fn embedder_command(&self, group: &str) -> Command {
         let s = &self.settings;
         let mut command = self.service_command("embedder");
+        for (key, value) in kafka_env(&s.kafka) {
+            command.env(key, value);
+        }
         command
-            .env("FIRSTLINE_KAFKA__BROKERS", &s.kafka.brokers)
             .env("FIRSTLINE_KAFKA__TOPIC", &s.kafka.topic)
             .env("FIRSTLINE_EMBEDDER__GROUP_ID", group)
             .env("FIRSTLINE_EMBEDDER__INSTANCE_ID", format!("{group}-0"))
@@ -522,6 +524,26 @@ async fn spawn_ready(mut command: Command, what: &str) -> (Child, String) {
     // Keep draining stdout so the child never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, health)
+}
+
+/// The environment that gives a `firstline` process `kafka`'s brokers and security settings.
+pub fn kafka_env(kafka: &firstline_config::KafkaSettings) -> Vec<(String, String)> {
+    let var = |key: &str| firstline_config::env_var(&format!("kafka.{key}"));
+    let mut env = vec![(var("brokers"), kafka.brokers.clone())];
+    let security = serde_json::to_value(kafka.security).expect("a security mode");
+    env.push((
+        var("security"),
+        security.as_str().unwrap_or_default().into(),
+    ));
+    if let Some(ca) = &kafka.ca_file {
+        env.push((var("ca_file"), ca.display().to_string()));
+    }
+    if !kafka.sasl_mechanism.is_empty() {
+        env.push((var("sasl_mechanism"), kafka.sasl_mechanism.clone()));
+        env.push((var("sasl_username"), kafka.sasl_username.clone()));
+        env.push((var("sasl_password"), kafka.sasl_password.expose().into()));
+    }
+    env
 }
 
 /// SIGTERM `child` and wait (30 s at most) for it to exit; whether it exited cleanly.

@@ -81,6 +81,23 @@ impl TestCa {
         Arc::new(config)
     }
 
+    /// A server certificate for `names`, signed by this CA, and its key, written under `dir` as
+    /// PEM files (for a front that is not rustls: Python's `ssl`, in `kafka_security.rs` only).
+    #[allow(dead_code)]
+    pub fn server_files(&self, dir: &Path, names: &[&str]) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().expect("key");
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let certificate = CertificateParams::new(names)
+            .expect("params")
+            .signed_by(&key, &self.issuer)
+            .expect("server certificate");
+        let cert_file = dir.join("server.pem");
+        let key_file = dir.join("server.key");
+        std::fs::write(&cert_file, certificate.pem()).expect("writing the certificate");
+        std::fs::write(&key_file, key.serialize_pem()).expect("writing the key");
+        (cert_file, key_file)
+    }
+
     /// A client certificate for `name`, signed by this CA, written under `dir`.
     pub fn client_credentials(&self, dir: &Path, name: &str) -> ClientCredentials {
         let key = KeyPair::generate().expect("key");

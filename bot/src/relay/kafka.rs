@@ -8,6 +8,7 @@
 
 use super::Sink;
 use super::outbox::{OutboxKind, OutboxRow};
+use firstline_config::KafkaSettings;
 use firstline_model::ThreadKey;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -21,10 +22,11 @@ use std::time::Duration;
 
 /// Why the Kafka sink could not be built.
 #[derive(Debug, thiserror::Error)]
-#[error("creating the Kafka producer for {brokers}: {source}")]
-pub struct KafkaSetupError {
-    brokers: String,
-    source: KafkaError,
+pub enum KafkaSetupError {
+    #[error("creating the Kafka producer for {brokers}: {source}")]
+    Client { brokers: String, source: KafkaError },
+    #[error(transparent)]
+    Settings(#[from] firstline_config::ConfigError),
 }
 
 /// What every topic record (message or incident) has: the thread that is its key.
@@ -44,14 +46,18 @@ pub struct KafkaSink {
 }
 
 impl KafkaSink {
-    /// A sink for `topic` on `brokers`; `timeout` bounds each delivery.
-    pub fn new(brokers: &str, topic: &str, timeout: Duration) -> Result<Self, KafkaSetupError> {
+    /// A sink for `kafka.topic` on `kafka.brokers` (with its TLS and SASL settings); `timeout`
+    /// bounds each delivery.
+    pub fn new(kafka: &KafkaSettings, timeout: Duration) -> Result<Self, KafkaSetupError> {
+        let (brokers, topic) = (kafka.brokers.as_str(), kafka.topic.as_str());
         let message_timeout = timeout
             .saturating_sub(Duration::from_secs(1))
             .max(Duration::from_secs(1));
         let mut config = ClientConfig::new();
+        for (key, value) in kafka.client_properties()? {
+            config.set(key, value);
+        }
         config
-            .set("bootstrap.servers", brokers)
             .set("client.id", "firstline-bot")
             .set("enable.idempotence", "true")
             .set("acks", "all")
@@ -64,7 +70,7 @@ impl KafkaSink {
             )
             .set("socket.timeout.ms", "5000")
             .set("reconnect.backoff.max.ms", "2000");
-        let error = |source| KafkaSetupError {
+        let error = |source| KafkaSetupError::Client {
             brokers: brokers.to_string(),
             source,
         };

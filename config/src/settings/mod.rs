@@ -24,7 +24,7 @@ pub use bot::{AlertRule, BotSettings};
 pub use database::DatabaseSettings;
 pub use dev::DevSettings;
 pub use embedding::{EmbedderSettings, EmbeddingSettings, LOCAL_EMBEDDING_MODEL};
-pub use kafka::KafkaSettings;
+pub use kafka::{KafkaSecurity, KafkaSettings, SASL_MECHANISMS};
 pub use llm::LlmSettings;
 pub use log::{LogFormat, LogSettings};
 pub use mcp::{CapabilityBinding, MCP_CAPABILITIES, McpSettings};
