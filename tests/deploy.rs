@@ -74,6 +74,8 @@ const PROMETHEUS_METADATA: &[&str] = &[
 ];
 /// KEDA's `kafka` scaler: the trigger metadata this deployment uses.
 const KAFKA_METADATA: &[&str] = &[
+    "sasl",
+    "tls",
     "bootstrapServers",
     "consumerGroup",
     "topic",
@@ -91,6 +93,8 @@ const SECRET_SETTINGS: &[&str] = &[
     "llm.api_key",
     "embedding.api_key",
     "temporal.api_key",
+    "kafka.sasl_username",
+    "kafka.sasl_password",
 ];
 
 /// The Web API methods the code calls, as the client names them (the test also finds exactly
@@ -188,19 +192,24 @@ fn yaml_documents(text: &str, what: &str) -> Vec<Value> {
 }
 
 fn render(tools: &Tools, dir: &str) -> Vec<Value> {
+    render_path(tools, &root().join(dir), dir)
+}
+
+/// `kubectl kustomize DIR` as an operator runs it (no flags: the default load restrictor).
+fn render_path(tools: &Tools, dir: &Path, label: &str) -> Vec<Value> {
     let output = Command::new(&tools.kubectl)
         .arg("kustomize")
-        .arg(root().join(dir))
+        .arg(dir)
         .output()
         .expect("kubectl runs");
     assert!(
         output.status.success(),
-        "kubectl kustomize {dir}:\n{}",
+        "kubectl kustomize {label}:\n{}",
         text_of(&output)
     );
     let text = String::from_utf8(output.stdout).expect("UTF-8 YAML");
-    let documents = yaml_documents(&text, dir);
-    assert!(!documents.is_empty(), "{dir} renders nothing");
+    let documents = yaml_documents(&text, label);
+    assert!(!documents.is_empty(), "{label} renders nothing");
     documents
 }
 
@@ -390,9 +399,18 @@ fn every_file_under_deploy_is_checked() {
                 files.push(path.to_string());
             }
         }
+        // Components (deploy/names) and transformer directories (deploy/names/transformers).
+        for entry in ["components", "transformers"]
+            .iter()
+            .flat_map(|field| k[field].as_array().into_iter().flatten())
+        {
+            files.push(entry.as_str().expect("a path").to_string());
+        }
         for generator in k["configMapGenerator"].as_array().into_iter().flatten() {
-            for file in generator["files"].as_array().into_iter().flatten() {
-                files.push(file.as_str().expect("a path").to_string());
+            for field in ["files", "envs"] {
+                for file in generator[field].as_array().into_iter().flatten() {
+                    files.push(file.as_str().expect("a path").to_string());
+                }
             }
         }
         for file in files {
@@ -408,7 +426,7 @@ fn every_file_under_deploy_is_checked() {
         }
     }
     let mut used = BTreeSet::new();
-    for dir in KUSTOMIZATIONS {
+    for dir in KUSTOMIZATIONS.iter().chain(OPTIONAL_COMPONENTS) {
         used_by(&root().join(dir).canonicalize().expect("exists"), &mut used);
     }
     for file in PLAIN_MANIFESTS.iter().chain(NOT_MANIFESTS) {
@@ -442,46 +460,114 @@ fn every_file_under_deploy_is_checked() {
 const SETTINGS_FILE_VAR: &str = "FIRSTLINE_DEPLOY_TEST_SETTINGS_FILE";
 const SETTINGS_LINE: &str = "deployed settings: ";
 
-/// Not a check on its own: [`deployed_settings`] runs this test binary again with only this test
-/// and a clean environment, so that no FIRSTLINE_* variable of the caller's shell
-/// (`. .firstline/env`) overrides the file. Run as part of the suite, it does nothing.
+/// Not a check on its own: [`load_settings`] runs this test binary again with only this test and
+/// a clean environment (plus the variables a pod would have), so that no FIRSTLINE_* variable of
+/// the caller's shell (`. .firstline/env`) changes what is loaded. Run as part of the suite, it
+/// does nothing.
 #[test]
 fn load_the_deployed_settings_in_a_clean_environment() {
     let Some(file) = std::env::var_os(SETTINGS_FILE_VAR) else {
         return;
     };
     let settings = Settings::load(Some(Path::new(&file)))
-        .unwrap_or_else(|e| panic!("deploy/base/firstline.toml: {e}"));
+        .unwrap_or_else(|e| panic!("{}: {e}", Path::new(&file).display()));
     println!(
         "{SETTINGS_LINE}{}",
         serde_json::to_string(&settings).expect("serialisable")
     );
 }
 
-/// The settings a pod reads from the ConfigMap (deploy/base/firstline.toml over the defaults),
-/// through Firstline's own loader and checks.
-fn deployed_settings() -> &'static Settings {
-    static SETTINGS: OnceLock<Settings> = OnceLock::new();
-    SETTINGS.get_or_init(|| {
-        let output = Command::new(std::env::current_exe().expect("the test binary"))
-            .args([
-                "--exact",
-                "load_the_deployed_settings_in_a_clean_environment",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env_clear()
-            .env(SETTINGS_FILE_VAR, root().join("deploy/base/firstline.toml"))
-            .output()
-            .expect("the test binary runs");
-        let text = text_of(&output);
-        assert!(output.status.success(), "loading the settings:\n{text}");
-        let line = text
-            .lines()
-            .find_map(|l| l.split_once(SETTINGS_LINE).map(|(_, json)| json))
-            .unwrap_or_else(|| panic!("no settings printed:\n{text}"));
-        serde_json::from_str(line).expect("settings round-trip")
-    })
+/// Firstline's own loader and checks on `file` with exactly `variables` in the environment.
+fn load_settings(file: &Path, variables: &BTreeMap<String, String>, what: &str) -> Settings {
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "load_the_deployed_settings_in_a_clean_environment",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env_clear()
+        .envs(variables)
+        .env(SETTINGS_FILE_VAR, file)
+        .output()
+        .expect("the test binary runs");
+    let text = text_of(&output);
+    assert!(
+        output.status.success(),
+        "loading {what}'s settings:\n{text}"
+    );
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once(SETTINGS_LINE).map(|(_, json)| json))
+        .unwrap_or_else(|| panic!("no settings printed for {what}:\n{text}"));
+    serde_json::from_str(line).expect("settings round-trip")
+}
+
+/// The settings `deployment`'s pod reads in a render, as the pod gets them: the file its
+/// `FIRSTLINE_CONFIG` names, from the ConfigMap mounted there (deploy/base/firstline.toml), then
+/// the image's `FIRSTLINE_*` variables (the Dockerfile's `ENV`), then the container's own `env`
+/// values, which win (the install's names from deploy/names among them). Variables from a Secret
+/// are left out: their values are not in the manifests.
+fn pod_settings(objects: &[Value], deployment: &str) -> Settings {
+    let workload = find(objects, "Deployment", deployment);
+    let c = container(workload);
+    let config = env(c, "FIRSTLINE_CONFIG")
+        .and_then(|e| e["value"].as_str())
+        .unwrap_or_else(|| panic!("{deployment}: no FIRSTLINE_CONFIG"));
+    let config = Path::new(config);
+    let (dir, file_name) = (
+        config.parent().expect("a directory"),
+        config.file_name().and_then(|n| n.to_str()).expect("a file"),
+    );
+    let mount = c["volumeMounts"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|m| m["mountPath"].as_str().map(Path::new) == Some(dir))
+        })
+        .unwrap_or_else(|| panic!("{deployment}: nothing mounted at {}", dir.display()));
+    let volume = pod_spec(workload)["volumes"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+        .unwrap_or_else(|| panic!("{deployment}: no volume {}", mount["name"]));
+    let config_map = volume["configMap"]["name"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{deployment}: {} is not a ConfigMap", dir.display()));
+    let text = find(objects, "ConfigMap", config_map)["data"][file_name]
+        .as_str()
+        .unwrap_or_else(|| panic!("ConfigMap {config_map} has no {file_name}"));
+    let scratch = tempfile::tempdir().expect("a directory");
+    let file = scratch.path().join(file_name);
+    std::fs::write(&file, text).expect("written");
+
+    let mut variables = dockerfile_env();
+    for variable in c["env"].as_array().into_iter().flatten() {
+        let name = variable["name"].as_str().expect("a name");
+        if let Some(value) = variable["value"].as_str()
+            && name != "FIRSTLINE_CONFIG"
+        {
+            variables.insert(name.to_string(), value.to_string());
+        }
+    }
+    load_settings(&file, &variables, deployment)
+}
+
+/// The processes that read Firstline's settings.
+const PROCESSES: &[&str] = &["firstline-bot", "firstline-worker", "firstline-embedder"];
+
+/// The settings `deployment`'s pod reads in the HTTP overlay ([`pod_settings`]).
+fn deployed_settings(deployment: &str) -> &'static Settings {
+    static SETTINGS: OnceLock<BTreeMap<&'static str, Settings>> = OnceLock::new();
+    SETTINGS
+        .get_or_init(|| {
+            let http = rendered("deploy/overlays/http");
+            PROCESSES
+                .iter()
+                .map(|d| (*d, pod_settings(http, d)))
+                .collect()
+        })
+        .get(deployment)
+        .unwrap_or_else(|| panic!("{deployment} is not in PROCESSES"))
 }
 
 /// The longest a round's work can go unseen by both of the worker's triggers: between two
@@ -530,7 +616,7 @@ fn meta<'a>(trigger: &'a Value, key: &str) -> &'a str {
 
 #[test]
 fn the_worker_scales_on_its_task_queue_with_the_scalers_documented_fields() {
-    let settings = deployed_settings();
+    let settings = deployed_settings("firstline-worker");
     for dir in [
         "deploy/keda/base",
         "deploy/keda/temporal-api-key",
@@ -556,17 +642,13 @@ fn the_worker_scales_on_its_task_queue_with_the_scalers_documented_fields() {
         ] {
             assert!(keys.contains(required), "{dir}: `{required}` missing");
         }
-        // The worker's own settings, as the ConfigMap gives them.
+        // The worker's own settings, as its pod gets them (ConfigMap and environment).
         assert_eq!(meta(temporal, "taskQueue"), settings.temporal.task_queue);
         assert_eq!(meta(temporal, "namespace"), settings.temporal.namespace);
-        let address = settings.temporal.address.trim_end_matches('/');
-        let without_scheme = address
-            .strip_prefix("http://")
-            .or_else(|| address.strip_prefix("https://"))
-            .unwrap_or(address);
+        let address = &settings.temporal.address;
         assert_eq!(
             meta(temporal, "endpoint"),
-            without_scheme,
+            endpoint_of(address),
             "{dir}: endpoint must be temporal.address ({address}) without its scheme"
         );
         assert_eq!(meta(temporal, "queueTypes"), "workflow,activity");
@@ -844,7 +926,7 @@ fn every_pod_that_reads_the_database_can_verify_its_tls() {
 
 #[test]
 fn the_embedder_scales_on_its_consumer_lag_up_to_the_partition_count() {
-    let settings = deployed_settings();
+    let settings = deployed_settings("firstline-embedder");
     let scaled = find(
         rendered("deploy/keda/base"),
         "ScaledObject",
@@ -873,6 +955,542 @@ fn the_embedder_scales_on_its_consumer_lag_up_to_the_partition_count() {
         .parse()
         .expect("a number");
     assert_eq!(spec["maxReplicaCount"], partitions);
+}
+
+/// Components an operator adds to a kustomization of theirs (each rendered by its own test).
+const OPTIONAL_COMPONENTS: &[&str] = &["deploy/keda/kafka-sasl"];
+
+/// KEDA's `kafka` scaler: its authentication parameters (a TriggerAuthentication's
+/// `secretTargetRef[].parameter`), and the SASL modes its `sasl` metadata takes.
+const KAFKA_AUTH: &[&str] = &["username", "password", "ca", "cert", "key", "keyPassword"];
+const KAFKA_SASL_MODES: &[(&str, &str)] = &[
+    ("plaintext", "PLAIN"),
+    ("scram_sha256", "SCRAM-SHA-256"),
+    ("scram_sha512", "SCRAM-SHA-512"),
+];
+
+#[test]
+fn the_embedders_kafka_trigger_logs_in_with_the_embedders_own_secret() {
+    let tools = tools();
+    // An operator's KEDA kustomization with the component, as deploy/keda/kafka-sasl says.
+    let dir = tempfile::tempdir().expect("a directory");
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\ncomponents:\n  - {}\n",
+            relative_path(dir.path(), &root().join("deploy/keda/base")),
+            relative_path(dir.path(), &root().join(OPTIONAL_COMPONENTS[0]))
+        ),
+    )
+    .expect("written");
+    let objects = render_path(&tools, dir.path(), "keda/base + kafka-sasl");
+    validate_all(&tools, "keda/base + kafka-sasl", &objects);
+    let scaled = find(&objects, "ScaledObject", "firstline-embedder");
+    let kafka = trigger(scaled, "kafka");
+    // The mode and TLS the processes' [kafka] settings would name.
+    let mechanism = KAFKA_SASL_MODES
+        .iter()
+        .find(|(mode, _)| *mode == meta(kafka, "sasl"))
+        .map(|(_, mechanism)| *mechanism)
+        .unwrap_or_else(|| panic!("sasl: {}", meta(kafka, "sasl")));
+    assert!(firstline_config::SASL_MECHANISMS.contains(&mechanism));
+    assert_eq!(meta(kafka, "tls"), "enable");
+    // Its login is the embedder's: the same Secret keys the embedder's container reads.
+    let reference = kafka["authenticationRef"]["name"]
+        .as_str()
+        .expect("an authenticationRef");
+    let auth = find(&objects, "TriggerAuthentication", reference);
+    assert_eq!(
+        auth["metadata"]["namespace"],
+        scaled["metadata"]["namespace"]
+    );
+    let embedder = find(
+        rendered("deploy/overlays/http"),
+        "Deployment",
+        "firstline-embedder",
+    );
+    let wanted = [
+        ("username", "FIRSTLINE_KAFKA__SASL_USERNAME"),
+        ("password", "FIRSTLINE_KAFKA__SASL_PASSWORD"),
+    ];
+    let secrets = trigger_secrets(auth);
+    assert_eq!(secrets.len(), wanted.len(), "{secrets:?}");
+    for (parameter, secret, key) in secrets {
+        assert!(KAFKA_AUTH.contains(&parameter), "`{parameter}`");
+        let (_, variable) = wanted
+            .iter()
+            .find(|(p, _)| *p == parameter)
+            .unwrap_or_else(|| panic!("an unexpected parameter `{parameter}`"));
+        let read = &env(container(embedder), variable)
+            .unwrap_or_else(|| panic!("the embedder reads no {variable}"))["valueFrom"]["secretKeyRef"];
+        assert_eq!(
+            (read["name"].as_str(), read["key"].as_str()),
+            (Some(secret), Some(key))
+        );
+    }
+}
+
+// --- the install's names -------------------------------------------------------------------------
+
+/// The component that holds the install's names: the namespace (kustomize's `namespace:`) and the
+/// settings below, as the literals of a ConfigMap its transformers copy into every object that
+/// carries one and then drop. Every kustomization an operator applies includes it.
+const NAMES: &str = "deploy/names";
+/// The ConfigMap deploy/names generates; consumed at render time, never applied.
+const NAMES_CONFIG_MAP: &str = "firstline-names";
+/// What the manifests hold where a name goes, until deploy/names fills it in.
+const NAME_PLACEHOLDER: &str = "set-by-deploy-names";
+/// The settings that are names of the install (deploy/names sets them, firstline.toml does not),
+/// and the processes that read each.
+const NAMED_SETTINGS: &[(&str, &[&str])] = &[
+    ("temporal.address", &["firstline-bot", "firstline-worker"]),
+    ("temporal.namespace", &["firstline-bot", "firstline-worker"]),
+    (
+        "temporal.task_queue",
+        &["firstline-bot", "firstline-worker"],
+    ),
+    ("kafka.brokers", &["firstline-bot", "firstline-embedder"]),
+    ("kafka.topic", &["firstline-bot", "firstline-embedder"]),
+    ("embedder.group_id", &["firstline-embedder"]),
+];
+/// The names of the operator's install in [`an_operators_overlay_renames_the_whole_install_once`],
+/// each different from the repository's.
+const RENAMED: &[(&str, &str)] = &[
+    ("namespace", "incidents-prod"),
+    (
+        "temporal.address",
+        "https://us-east-1.aws.api.temporal.io:7233",
+    ),
+    ("temporal.namespace", "incidents-prod.a1b2c"),
+    ("temporal.task_queue", "prod-rounds"),
+    (
+        "kafka.brokers",
+        "kafka-0.streaming.svc.cluster.local:9092,kafka-1.streaming.svc.cluster.local:9092",
+    ),
+    ("kafka.topic", "incidents-prod.slack-messages"),
+    ("embedder.group_id", "incidents-prod-embedder"),
+];
+/// Kinds in the renders that have no namespace.
+const CLUSTER_SCOPED: &[&str] = &["ClusterRole", "ClusterRoleBinding"];
+
+/// A setting's value by its dotted key, as a string.
+fn setting(settings: &Settings, key: &str) -> String {
+    let value = serde_json::to_value(settings).expect("serialisable");
+    let (section, field) = key.split_once('.').expect("section.key");
+    value[section][field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} is not a string setting"))
+        .to_string()
+}
+
+/// The scaler's `endpoint` for a `temporal.address`: host and port, without the scheme.
+fn endpoint_of(address: &str) -> &str {
+    let address = address.trim_end_matches('/');
+    address
+        .strip_prefix("http://")
+        .or_else(|| address.strip_prefix("https://"))
+        .unwrap_or(address)
+}
+
+/// deploy/names' literals: setting → value.
+fn repository_names(component: &Value) -> BTreeMap<String, String> {
+    let generator = component["configMapGenerator"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|g| g["name"] == NAMES_CONFIG_MAP)
+        .unwrap_or_else(|| panic!("{NAMES} generates no {NAMES_CONFIG_MAP}"));
+    generator["literals"]
+        .as_array()
+        .expect("literals")
+        .iter()
+        .map(|l| {
+            let (key, value) = l.as_str().expect("a string").split_once('=').expect("k=v");
+            (key.to_string(), value.to_string())
+        })
+        .collect()
+}
+
+/// The path from directory `from` to `to`, relative (kustomize refuses absolute ones).
+fn relative_path(from: &Path, to: &Path) -> String {
+    let (from, to) = (
+        from.canonicalize().expect("exists"),
+        to.canonicalize().expect("exists"),
+    );
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut path = PathBuf::new();
+    for _ in from.components().skip(common) {
+        path.push("..");
+    }
+    for component in to.components().skip(common) {
+        path.push(component);
+    }
+    path.to_str().expect("UTF-8").to_string()
+}
+
+/// Every `namespace` field anywhere in `value`, with its path.
+fn namespace_fields(value: &Value, path: &str, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let path = format!("{path}/{key}");
+                if key == "namespace" {
+                    out.push((path.clone(), child.clone()));
+                }
+                namespace_fields(child, &path, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                namespace_fields(child, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The objects as YAML documents, ordered by kind and name (the order kustomize emits them in
+/// depends on how they were grouped into renders).
+fn normalised_yaml(objects: &[Value]) -> String {
+    let mut sorted: Vec<&Value> = objects.iter().collect();
+    sorted.sort_by_key(|o| (kind(o).to_string(), name(o).to_string()));
+    sorted
+        .iter()
+        .map(|o| format!("---\n{}", serde_norway::to_string(o).expect("serialisable")))
+        .collect()
+}
+
+/// `diff -u` between two renders.
+fn rendered_diff(before: &[Value], after: &[Value], labels: [&str; 2]) -> String {
+    let scratch = tempfile::tempdir().expect("a directory");
+    let (a, b) = (scratch.path().join("a.yaml"), scratch.path().join("b.yaml"));
+    std::fs::write(&a, normalised_yaml(before)).expect("written");
+    std::fs::write(&b, normalised_yaml(after)).expect("written");
+    let output = Command::new("diff")
+        .args(["-u", "--label", labels[0], "--label", labels[1]])
+        .args([&a, &b])
+        .output()
+        .expect("diff runs");
+    assert_eq!(output.status.code(), Some(1), "the renders differ");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+/// The dotted keys a TOML file sets (`[section]` then `key = …`, or `section.key = …`), comments
+/// and arrays of tables' entries aside: enough for firstline.toml's flat sections.
+fn toml_keys(text: &str) -> BTreeSet<String> {
+    let mut section = String::new();
+    let mut keys = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            section = header
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string();
+        } else if let Some((key, _)) = line.split_once('=') {
+            let key = key.trim().trim_matches('"');
+            keys.insert(if section.is_empty() {
+                key.to_string()
+            } else {
+                format!("{section}.{key}")
+            });
+        }
+    }
+    keys
+}
+
+/// The repository's kustomizations take every name from deploy/names: no placeholder is left, the
+/// names' ConfigMap is consumed, and each process's settings hold deploy/names' values (the
+/// triggers' side is checked by the KEDA tests above).
+#[test]
+fn every_name_comes_from_deploy_names() {
+    let component: Value = serde_norway::from_str(&read(&format!("{NAMES}/kustomization.yaml")))
+        .expect("a kustomization");
+    assert_eq!(component["kind"], "Component", "{NAMES} is a component");
+    let names = repository_names(&component);
+    let named: BTreeSet<&str> = NAMED_SETTINGS.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        names.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        named,
+        "{NAMES} holds exactly the install's names"
+    );
+    let namespace = component["namespace"].as_str().expect("a namespace");
+    for dir in KUSTOMIZATIONS {
+        let text = read(&format!("{dir}/kustomization.yaml"));
+        let k: Value = serde_norway::from_str(&text).expect("a kustomization");
+        assert!(
+            k.get("namespace").is_none(),
+            "{dir}: the namespace is set in {NAMES} only"
+        );
+        let components: Vec<PathBuf> = k["components"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                root()
+                    .join(dir)
+                    .join(c.as_str().expect("a path"))
+                    .canonicalize()
+                    .expect("exists")
+            })
+            .collect();
+        assert!(
+            components.contains(&root().join(NAMES).canonicalize().expect("exists")),
+            "{dir} includes {NAMES}"
+        );
+        let objects = rendered(dir);
+        let yaml = normalised_yaml(objects);
+        assert!(!yaml.contains(NAME_PLACEHOLDER), "{dir}: a name left unset");
+        assert!(
+            !objects
+                .iter()
+                .any(|o| name(o).starts_with(NAMES_CONFIG_MAP)),
+            "{dir}: {NAMES_CONFIG_MAP} is consumed, not applied"
+        );
+        for object in objects {
+            if !CLUSTER_SCOPED.contains(&kind(object)) {
+                assert_eq!(object["metadata"]["namespace"], namespace, "{dir}");
+            }
+        }
+    }
+    // The processes read the names from their variables (which win over the file): the file sets
+    // none of them, so that it cannot show a value the pods do not use.
+    let file_keys = toml_keys(&read("deploy/base/firstline.toml"));
+    assert!(
+        file_keys.contains("worker.shutdown_grace_secs"),
+        "{file_keys:?}"
+    );
+    for (key, processes) in NAMED_SETTINGS {
+        assert!(
+            !file_keys.contains(*key),
+            "deploy/base/firstline.toml sets {key}: it is a name, set in {NAMES}"
+        );
+        for process in *processes {
+            let variable = firstline_config::env_var(key);
+            let workload = find(rendered("deploy/overlays/http"), "Deployment", process);
+            assert!(
+                env(container(workload), &variable).is_some_and(|v| v["value"].is_string()),
+                "{process}: {variable} from {NAMES}"
+            );
+            assert_eq!(
+                setting(deployed_settings(process), key),
+                names[*key],
+                "{process}: {key}"
+            );
+        }
+    }
+}
+
+/// The issue's case: an operator's own overlay that moves the install to another namespace and
+/// other Temporal and Kafka names, written as docs/deploy.md says (a copy of deploy/names with one
+/// edit per name, and one kustomization per step that includes it), rendered with plain
+/// `kubectl kustomize`: every object lands in the new namespace (the ClusterRoleBinding's subject
+/// and the TriggerAuthentication too), the triggers carry the new names, and each process's
+/// settings are the triggers'. The rendered diff against the repository's install is printed and
+/// written to $TMPDIR/renamespaced.diff.
+#[test]
+fn an_operators_overlay_renames_the_whole_install_once() {
+    let tools = tools();
+    let renamed: BTreeMap<&str, &str> = RENAMED.iter().copied().collect();
+    let operator = tempfile::tempdir().expect("a directory");
+    let step = |name: &str| {
+        let dir = operator.path().join(name);
+        std::fs::create_dir_all(&dir).expect("created");
+        dir
+    };
+    let write = |dir: &Path, kustomization: &Value| {
+        let yaml = serde_norway::to_string(kustomization).expect("YAML");
+        std::fs::write(dir.join("kustomization.yaml"), yaml).expect("written");
+    };
+
+    // The operator's names: the repository's component, one edit per name, its transformers
+    // taken from the repository.
+    let names_dir = step("names");
+    let mut names: Value = serde_norway::from_str(&read(&format!("{NAMES}/kustomization.yaml")))
+        .expect("a kustomization");
+    let defaults = repository_names(&names);
+    assert_ne!(names["namespace"], renamed["namespace"]);
+    names["namespace"] = json!(renamed["namespace"]);
+    let generator = names["configMapGenerator"]
+        .as_array_mut()
+        .expect("configMapGenerator")
+        .iter_mut()
+        .find(|g| g["name"] == NAMES_CONFIG_MAP)
+        .expect("the names");
+    for literal in generator["literals"].as_array_mut().expect("literals") {
+        let key = literal
+            .as_str()
+            .expect("k=v")
+            .split_once('=')
+            .expect("k=v")
+            .0;
+        let value = renamed
+            .get(key)
+            .unwrap_or_else(|| panic!("{NAMES} sets {key}: give it a new value in RENAMED"));
+        assert_ne!(defaults[key], *value, "RENAMED changes {key}");
+        *literal = json!(format!("{key}={value}"));
+    }
+    assert_eq!(names["transformers"], json!(["transformers"]));
+    names["transformers"] = json!([relative_path(
+        &names_dir,
+        &root().join(NAMES).join("transformers")
+    )]);
+    write(&names_dir, &names);
+    // One kustomization per step: the app with its scaler (Temporal Cloud, API key), and the
+    // migration Job.
+    let app = step("app");
+    write(
+        &app,
+        &json!({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [
+                relative_path(&app, &root().join("deploy/overlays/http")),
+                relative_path(&app, &root().join("deploy/keda/temporal-api-key")),
+            ],
+            "components": ["../names"],
+        }),
+    );
+    let migrate = step("migrate");
+    write(
+        &migrate,
+        &json!({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [relative_path(&migrate, &root().join("deploy/migrate"))],
+            "components": ["../names"],
+        }),
+    );
+
+    let objects: Vec<Value> = [("app", &app), ("migrate", &migrate)]
+        .iter()
+        .flat_map(|(label, dir)| render_path(&tools, dir, &format!("the operator's {label}")))
+        .collect();
+    let default: Vec<Value> = [
+        "deploy/overlays/http",
+        "deploy/keda/temporal-api-key",
+        "deploy/migrate",
+    ]
+    .iter()
+    .flat_map(|dir| rendered(dir).iter().cloned())
+    .collect();
+    let diff = rendered_diff(
+        &default,
+        &objects,
+        [
+            "deploy/overlays/http + deploy/keda/temporal-api-key + deploy/migrate",
+            "the operator's app + migrate (incidents-prod)",
+        ],
+    );
+    eprintln!("the rendered diff of the re-namespaced install:\n{diff}");
+    let diff_file = std::env::temp_dir().join("renamespaced.diff");
+    std::fs::write(&diff_file, &diff).expect("written");
+    eprintln!("(written to {})", diff_file.display());
+    validate_all(&tools, "the operator's install", &objects);
+
+    // Every object in the new namespace, and every reference to a namespace pointing at it.
+    let namespace = renamed["namespace"];
+    assert_eq!(objects.len(), default.len(), "the same objects");
+    for object in &objects {
+        let id = format!("{}/{}", kind(object), name(object));
+        if CLUSTER_SCOPED.contains(&kind(object)) {
+            assert!(object["metadata"].get("namespace").is_none(), "{id}");
+        } else {
+            assert_eq!(object["metadata"]["namespace"], namespace, "{id}");
+        }
+        let mut fields = Vec::new();
+        namespace_fields(object, "", &mut fields);
+        for (path, value) in fields {
+            let expected = if path.contains("/triggers/") {
+                renamed["temporal.namespace"] // the temporal trigger's, not Kubernetes'
+            } else {
+                namespace
+            };
+            assert_eq!(value, expected, "{id}: {path}");
+        }
+    }
+    let binding = find(
+        &objects,
+        "ClusterRoleBinding",
+        "firstline-kubernetes-mcp-server-read",
+    );
+    let subjects = binding["subjects"].as_array().expect("subjects");
+    assert!(!subjects.is_empty());
+    for subject in subjects {
+        assert_eq!(subject["namespace"], namespace, "the binding's subject");
+        let account = find(
+            &objects,
+            "ServiceAccount",
+            subject["name"].as_str().expect("a name"),
+        );
+        assert_eq!(account["metadata"]["namespace"], namespace);
+    }
+    let worker_scaler = find(&objects, "ScaledObject", "firstline-worker");
+    let temporal = trigger(worker_scaler, "temporal");
+    let auth = find(
+        &objects,
+        "TriggerAuthentication",
+        temporal["authenticationRef"]["name"]
+            .as_str()
+            .expect("the API key's TriggerAuthentication"),
+    );
+    assert_eq!(auth["metadata"]["namespace"], namespace);
+
+    // Each process's settings are the new names, as its pod gets them.
+    let settings: BTreeMap<&str, Settings> = PROCESSES
+        .iter()
+        .map(|p| (*p, pod_settings(&objects, p)))
+        .collect();
+    for (key, processes) in NAMED_SETTINGS {
+        for process in *processes {
+            assert_eq!(
+                setting(&settings[process], key),
+                renamed[key],
+                "{process}: {key}"
+            );
+        }
+    }
+    // The triggers carry the processes' settings.
+    let worker = &settings["firstline-worker"];
+    assert_eq!(
+        meta(temporal, "endpoint"),
+        endpoint_of(&worker.temporal.address)
+    );
+    assert_eq!(meta(temporal, "namespace"), worker.temporal.namespace);
+    assert_eq!(meta(temporal, "taskQueue"), worker.temporal.task_queue);
+    let query = meta(trigger(worker_scaler, "prometheus"), "query");
+    assert!(
+        query.contains(&format!("task_queue=\"{}\"", worker.temporal.task_queue)),
+        "{query}"
+    );
+    let embedder = &settings["firstline-embedder"];
+    let kafka = trigger(
+        find(&objects, "ScaledObject", "firstline-embedder"),
+        "kafka",
+    );
+    assert_eq!(meta(kafka, "bootstrapServers"), embedder.kafka.brokers);
+    assert_eq!(meta(kafka, "topic"), embedder.kafka.topic);
+    assert_eq!(meta(kafka, "consumerGroup"), embedder.embedder.group_id);
+
+    // Nothing still carries a name of the repository's install. (temporal.namespace `default` and
+    // embedder.group_id `firstline-embedder` are also words and object names: checked above.)
+    let yaml = normalised_yaml(&objects);
+    for key in [
+        "temporal.address",
+        "temporal.task_queue",
+        "kafka.brokers",
+        "kafka.topic",
+    ] {
+        let old = endpoint_of(&defaults[key]);
+        assert!(!yaml.contains(old), "`{old}` ({key}) is left in the render");
+    }
+    assert!(!yaml.contains(NAME_PLACEHOLDER));
 }
 
 // --- the Deployments ----------------------------------------------------------------------------
@@ -1011,28 +1629,32 @@ fn the_pods_run_non_root_read_only_and_get_secrets_only_from_the_secret() {
             }
         }
     }
-    // The ConfigMap holds no secret: every secret setting is at its (empty) default there.
-    let settings = deployed_settings();
+    // Neither the ConfigMap nor a literal variable holds a secret: without the Secret's values,
+    // every secret setting is at its (empty) default.
     let defaults = Settings::default();
-    assert_eq!(settings.database.url, defaults.database.url);
-    for (setting, secret) in [
-        ("slack.bot_token", &settings.slack.bot_token),
-        ("slack.signing_secret", &settings.slack.signing_secret),
-        ("slack.app_token", &settings.slack.app_token),
-        ("llm.api_key", &settings.llm.api_key),
-        ("embedding.api_key", &settings.embedding.api_key),
-        ("temporal.api_key", &settings.temporal.api_key),
-    ] {
-        assert!(
-            !secret.is_set(),
-            "firstline.toml sets {setting}: use the Secret"
-        );
+    for process in PROCESSES {
+        let settings = deployed_settings(process);
+        assert_eq!(settings.database.url, defaults.database.url, "{process}");
+        for (setting, secret) in [
+            ("slack.bot_token", &settings.slack.bot_token),
+            ("slack.signing_secret", &settings.slack.signing_secret),
+            ("slack.app_token", &settings.slack.app_token),
+            ("llm.api_key", &settings.llm.api_key),
+            ("embedding.api_key", &settings.embedding.api_key),
+            ("temporal.api_key", &settings.temporal.api_key),
+        ] {
+            assert!(
+                !secret.is_set(),
+                "{process}: firstline.toml or a variable's value sets {setting}: use the Secret"
+            );
+        }
     }
 }
 
 #[test]
 fn the_deployments_fit_the_processes() {
-    let settings = deployed_settings();
+    let worker_settings = deployed_settings("firstline-worker");
+    let embedder_settings = deployed_settings("firstline-embedder");
     let image_env = dockerfile_env();
     let listen = |setting: &str| {
         port_of(
@@ -1097,15 +1719,15 @@ fn the_deployments_fit_the_processes() {
         .as_u64()
         .expect("the worker's grace");
     assert!(
-        grace > settings.worker.shutdown_grace_secs,
+        grace > worker_settings.worker.shutdown_grace_secs,
         "worker: terminationGracePeriodSeconds {grace} must exceed worker.shutdown_grace_secs {}",
-        settings.worker.shutdown_grace_secs
+        worker_settings.worker.shutdown_grace_secs
     );
     let embedder = find(http, "Deployment", "firstline-embedder");
     let grace = pod_spec(embedder)["terminationGracePeriodSeconds"]
         .as_u64()
         .expect("the embedder's grace");
-    assert!(grace > settings.embedder.shutdown_grace_secs);
+    assert!(grace > embedder_settings.embedder.shutdown_grace_secs);
     for scaled in [worker, embedder] {
         assert!(
             scaled["spec"].get("replicas").is_none(),
@@ -1172,7 +1794,9 @@ fn the_deployments_fit_the_processes() {
         "Socket Mode exposes nothing"
     );
     // Only the bot runs Socket Mode (every process validates the settings it reads).
-    assert_eq!(settings.slack.mode, firstline_config::SlackMode::Http);
+    for settings in [worker_settings, embedder_settings] {
+        assert_eq!(settings.slack.mode, firstline_config::SlackMode::Http);
+    }
 
     let job = find(rendered("deploy/migrate"), "Job", "firstline-migrate");
     assert_eq!(container(job)["args"], json!(["migrate"]));
@@ -1349,7 +1973,7 @@ fn kubernetes_mcp_server_reads_only_what_the_investigation_reads() {
         name(service),
         service["spec"]["ports"][0]["port"]
     );
-    let settings = deployed_settings();
+    let settings = deployed_settings("firstline-worker");
     let configured = settings
         .mcp
         .servers
@@ -1516,8 +2140,8 @@ fn the_namespace_denies_by_default_and_only_the_worker_reaches_the_mcp_server() 
         }
 
         // Only the worker reaches kubernetes-mcp-server, on the port its settings name.
-        let settings = deployed_settings();
-        let mcp_url = settings
+        let settings = |process: &str| deployed_settings(process);
+        let mcp_url = settings("firstline-worker")
             .mcp
             .servers
             .iter()
@@ -1550,14 +2174,23 @@ fn the_namespace_denies_by_default_and_only_the_worker_reaches_the_mcp_server() 
         );
         assert!(!allowed(mcp, End::Outside, 5432), "{dir}: and nothing else");
 
-        // Each process reaches what its settings name, and its metrics are scraped.
-        let temporal = port_in(&settings.temporal.address);
-        let kafka = port_in(&settings.kafka.brokers);
+        // Each process reaches what its own settings name, and its metrics are scraped.
+        let temporal = |process: &str| port_in(&settings(process).temporal.address);
+        let kafka = |process: &str| port_in(&settings(process).kafka.brokers);
         let postgres = 5432;
+        let (bot_temporal, bot_kafka) = (temporal("firstline-bot"), kafka("firstline-bot"));
         for (what, from, ports) in [
-            ("bot", bot, vec![postgres, temporal, kafka, 443]),
-            ("worker", worker, vec![postgres, temporal, 443]),
-            ("embedder", embedder, vec![postgres, kafka]),
+            ("bot", bot, vec![postgres, bot_temporal, bot_kafka, 443]),
+            (
+                "worker",
+                worker,
+                vec![postgres, temporal("firstline-worker"), 443],
+            ),
+            (
+                "embedder",
+                embedder,
+                vec![postgres, kafka("firstline-embedder")],
+            ),
             ("migrate", migrate, vec![postgres]),
         ] {
             for port in ports {
@@ -1565,7 +2198,7 @@ fn the_namespace_denies_by_default_and_only_the_worker_reaches_the_mcp_server() 
             }
         }
         assert!(
-            !allowed(embedder, End::Outside, temporal),
+            !allowed(embedder, End::Outside, temporal("firstline-worker")),
             "{dir}: the embedder needs no Temporal"
         );
         for (what, to, port) in [

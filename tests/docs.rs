@@ -11,6 +11,8 @@
 //!   also with its commented `key = …` lines uncommented;
 //! - the Secret command names every key of the `firstline` Secret a manifest under `deploy/` reads.
 
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
 use firstline_config::Settings;
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -624,7 +626,13 @@ fn toml_load_problems(doc_name: &str, block: &Block) -> Vec<String> {
     for (how, text) in [("as written", &block.text), ("uncommented", &uncommented)] {
         let mut file = tempfile::NamedTempFile::new().expect("a temporary file");
         file.write_all(text.as_bytes()).expect("writing the block");
-        if let Err(error) = Settings::load(Some(file.path())) {
+        // A pod reads the install's names from its environment (deploy/names), which wins over
+        // the file; a block about TLS to Temporal assumes the https:// address set there.
+        let names = Serialized::default("temporal.address", "https://temporal.example:7233");
+        let figment = Figment::from(Serialized::defaults(Settings::default()))
+            .merge(names)
+            .merge(Toml::file(file.path()));
+        if let Err(error) = Settings::from_figment(figment) {
             problems.push(format!(
                 "{}: does not load ({how}): {error}",
                 block.at(doc_name, 0)

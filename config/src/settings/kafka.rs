@@ -97,13 +97,7 @@ impl KafkaSettings {
                     ),
                 ));
             }
-            if self.sasl_username.trim().is_empty() {
-                return Err(ConfigError::rejected(
-                    "kafka.sasl_username",
-                    "SASL needs a user name",
-                ));
-            }
-        } else if !self.sasl_mechanism.is_empty() || !self.sasl_username.is_empty() {
+        } else if !self.sasl_mechanism.is_empty() {
             return Err(ConfigError::rejected(
                 "kafka.sasl_mechanism",
                 "is for SASL: set kafka.security to sasl_plaintext or sasl_ssl",
@@ -114,9 +108,15 @@ impl KafkaSettings {
 
     /// The librdkafka properties every client (producer, consumer, admin) sets from this
     /// section: the brokers and the security settings. The password is in it: never log them.
-    /// A SASL login without a password is refused here, not at load: the password comes from a
+    /// A SASL login without a user or password is refused here, not at load: both come from a
     /// Secret in the environment, and the settings file alone must load.
     pub fn client_properties(&self) -> Result<Vec<(&'static str, String)>, ConfigError> {
+        if self.security.sasl() && self.sasl_username.trim().is_empty() {
+            return Err(ConfigError::rejected(
+                "kafka.sasl_username",
+                "SASL needs the user (from the Secret's kafka-sasl-username)",
+            ));
+        }
         if self.security.sasl() && self.sasl_password.expose().is_empty() {
             return Err(ConfigError::rejected(
                 "kafka.sasl_password",
@@ -203,23 +203,25 @@ mod tests {
             ..KafkaSettings::default()
         };
         assert_eq!(rejected(&unknown_mechanism), "kafka.sasl_mechanism");
+        // The login comes from the environment: the file loads, a client without it is refused.
         let no_user = KafkaSettings {
             security: KafkaSecurity::SaslSsl,
             sasl_mechanism: "PLAIN".into(),
             ..KafkaSettings::default()
         };
-        assert_eq!(rejected(&no_user), "kafka.sasl_username");
-        // The password comes from the environment: the file loads, a client is refused.
+        no_user.validate().expect("loads without the Secret");
         let no_password = KafkaSettings {
             sasl_username: "u".into(),
-            ..no_user
+            ..no_user.clone()
         };
-        no_password.validate().expect("loads without the Secret");
-        match no_password.client_properties() {
-            Err(ConfigError::Rejected { setting, .. }) => {
-                assert_eq!(setting, "kafka.sasl_password")
+        for (settings, missing) in [
+            (no_user, "kafka.sasl_username"),
+            (no_password, "kafka.sasl_password"),
+        ] {
+            match settings.client_properties() {
+                Err(ConfigError::Rejected { setting, .. }) => assert_eq!(setting, missing),
+                other => panic!("a client without {missing}: {other:?}"),
             }
-            other => panic!("a client without the password: {other:?}"),
         }
         let sasl_without_security = KafkaSettings {
             sasl_mechanism: "PLAIN".into(),
