@@ -114,7 +114,11 @@ async fn mcp_over_https_with_a_bearer_token_and_headers_reaches_the_server() {
     .expect("valid settings");
     let round = tools.round(CallScope::adhoc("tls"));
     match round.fetch(describe()).await {
-        Fetched::Found(output) => assert!(output.text.contains("name: api-7c9-x2x7q"), "{}", output.text),
+        Fetched::Found(output) => assert!(
+            output.text.contains("name: api-7c9-x2x7q"),
+            "{}",
+            output.text
+        ),
         Fetched::Missing(missing) => panic!("missing: {}", missing.reason),
     }
     assert_eq!(lab.counts().get("pods_get"), 1, "the call reached the lab");
