@@ -6,8 +6,11 @@
 //! (rmcp's per-session INFO lines would otherwise repeat the whole Temporal span on every tool
 //! call), so `firstline dev` and the worker read as Firstline's own story.
 //!
-//! Traces: Firstline's own spans (targets `firstline*`: one per activity, graph node, tool call and
-//! model call) that the log filter lets through are exported over OTLP/gRPC by a batch processor
+//! Traces: one trace per alert. The bot's ingest span starts it; its W3C trace context goes with
+//! the wake-up (the outbox row, then the `_tracer-data` header of the Temporal signal, by the
+//! SDK's tracing plugin on every client), and each activity runs in it on the worker. Firstline's
+//! own spans (targets `firstline*`: one per activity, graph node, tool call and model call) that
+//! the log filter lets through, and the plugin's, are exported over OTLP/gRPC by a batch processor
 //! on its own thread; dependencies' spans are not (the exporter's own HTTP/2 stack among them, so
 //! an export can never trace itself). A collector that is down or slow costs at most
 //! [`EXPORT_TIMEOUT`] per batch on that thread, the spans are dropped, and one warning a minute
@@ -64,6 +67,11 @@ pub fn init(
         LogFormat::Json => fmt.json().boxed(),
     };
     let provider = tracer_provider(telemetry, service)?;
+    if let Some(provider) = &provider {
+        // The Temporal client's tracing plugin (firstline_temporal::connect) uses the global
+        // tracer: the signal, workflow and activity spans join the alert's trace.
+        opentelemetry::global::set_tracer_provider(provider.clone());
+    }
     let spans = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("firstline"))
@@ -159,6 +167,8 @@ fn tracer_provider(
     Ok(Some(
         SdkTracerProvider::builder()
             .with_resource(resource.build())
+            // Replay-safe ids for the Temporal plugin's workflow spans; random ids elsewhere.
+            .with_id_generator(temporalio_sdk::opentelemetry::WorkflowIdGenerator::default())
             .with_batch_exporter(exporter)
             .build(),
     ))

@@ -3,7 +3,8 @@
 //! `.tools`), receiving OTLP/gRPC and printing every span it gets (`--debug-log traces
 //! --debug-log-verbosity detailed`, exporter `blackhole`). The test reads that output and finds the
 //! round's activity spans (with the thread and round), its graph nodes and its tool calls, each
-//! linked to its parent (same trace, parent span id = the parent's span id).
+//! linked to its parent (same trace, parent span id = the parent's span id); and one trace per
+//! alert, from the bot's ingest span through the Temporal signal's header to every activity.
 
 mod support;
 
@@ -118,13 +119,95 @@ async fn a_rounds_activity_node_and_tool_spans_reach_a_real_collector_with_their
                 .any(|s| s.name == "graph.node" && s.attr("node") == Some("investigate")),
             "a tool call outside the investigate node: {chain:#?}"
         );
-        assert_eq!(
-            chain.last().map(|s| s.span_id.as_str()),
-            Some(run_graph.span_id.as_str()),
-            "{chain:#?}"
+        assert!(
+            chain.iter().any(|s| s.span_id == run_graph.span_id),
+            "a tool call outside run_graph: {chain:#?}"
         );
     }
 
+    app.stop().await;
+    collector.stop().await;
+}
+
+/// Records traces in this process, as `firstline bot` does with `telemetry.otlp_endpoint` set: a
+/// tracing layer over an OpenTelemetry provider, which is also the global one the Temporal
+/// client's tracing plugin uses. Spans made here are not exported; their context is what counts.
+fn record_traces_in_this_process() {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    // Another test of this binary may have installed it already.
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::filter::LevelFilter::INFO)
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("firstline-bot")))
+        .try_init();
+}
+
+/// One trace per alert: the bot's ingest span starts it, its `traceparent` goes with the wake-up
+/// (the outbox row), the signal carries it in its Temporal header, and the worker (another
+/// process, exporting to the real collector) runs every activity of the round in it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_alerts_trace_runs_from_the_bots_ingest_through_temporal_to_every_activity() {
+    record_traces_in_this_process();
+    let collector = Collector::start().await;
+    let mut settings = test_settings();
+    settings.telemetry.otlp_endpoint = collector.endpoint.clone();
+    let mut app = RoundApp::spawn(CRASHLOOP, settings).await;
+    let worker = app.start_worker(None).await;
+    let alert = app.post_alert(None).await;
+    app.wait_rounds(&alert, 1, ROUND).await;
+
+    // The trace the bot's ingest span started, as the wake-up row carries it.
+    let traceparent: Option<String> = sqlx::query_scalar(
+        "SELECT payload->>'traceparent' FROM outbox WHERE kind = 'wake' ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .expect("the wake-up row");
+    let traceparent = traceparent.expect("the wake-up carries the ingest span's traceparent");
+    let trace_id = traceparent
+        .split('-')
+        .nth(1)
+        .expect("00-TRACE-SPAN-FLAGS")
+        .to_string();
+
+    let activities = [
+        "load_context",
+        "run_graph",
+        "commit_round",
+        "post_to_thread",
+    ];
+    let spans = collector
+        .wait_spans(
+            "every activity of the round in the alert's trace",
+            |spans| {
+                activities.iter().all(|name| {
+                    spans
+                        .iter()
+                        .any(|s| s.is_activity(name) && s.trace_id == trace_id)
+                })
+            },
+        )
+        .await;
+    assert!(app.terminate_worker(worker).await);
+    // Nothing of the round started a trace of its own: every activity span is in the alert's.
+    let strays: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "activity" && s.trace_id != trace_id)
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "activity spans outside the alert's trace: {strays:#?}"
+    );
+    // The tool calls beneath run_graph are in it too.
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "tool.call" && s.trace_id == trace_id),
+        "no tool call in the alert's trace"
+    );
     app.stop().await;
     collector.stop().await;
 }

@@ -167,6 +167,7 @@ impl Classifier {
             username: fields.sender.username.map(str::to_string),
             text: fields.text.into_owned(),
             raw: payload.clone(),
+            traceparent: None,
         })
     }
 

@@ -341,6 +341,7 @@ mod tests {
             username: None,
             text: String::new(),
             raw: serde_json::Value::Null,
+            traceparent: None,
         }
     }
 

@@ -199,6 +199,7 @@ impl Click {
             username: None,
             text: self.value.clone(),
             raw: payload.clone(),
+            traceparent: None,
         }
     }
 

@@ -30,6 +30,7 @@ pub mod reactions;
 pub mod relay;
 pub mod resolution;
 pub mod socket;
+pub mod trace;
 
 mod run;
 

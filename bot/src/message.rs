@@ -73,6 +73,9 @@ pub struct Incoming {
     pub text: String,
     /// The whole event payload as received.
     pub raw: serde_json::Value,
+    /// W3C `traceparent` of the request that brought it, when a trace is recorded (set by the
+    /// pipeline, never read from the payload): its wake-up continues that trace.
+    pub traceparent: Option<String>,
 }
 
 impl Incoming {
@@ -125,6 +128,7 @@ impl Incoming {
                 ts: self.ts.clone(),
                 clicked: self.kind == Kind::Answer,
             },
+            traceparent: self.traceparent.clone(),
         }
     }
 }

@@ -121,7 +121,8 @@ impl Pipeline {
     }
 
     /// Handles one push payload. `Ok` means committed (or nothing to commit): ack it.
-    #[tracing::instrument(level = "debug", skip_all, fields(event_id, kind))]
+    // At info, so that it exists under the default filter: an alert's trace starts here.
+    #[tracing::instrument(name = "ingest", level = "info", skip_all, fields(event_id, kind))]
     pub async fn handle(&self, payload: &Value) -> Result<Handled, IngestError> {
         let started = Instant::now();
         if let Some(check_mark) = resolution::check_mark_of(payload) {
@@ -188,7 +189,8 @@ impl Pipeline {
     /// Records `message` through the writer within the ingest deadline, its secrets removed
     /// first: before anything keeps it (Postgres, the Kafka record, the Temporal signal).
     async fn record(&self, message: Incoming, started: Instant) -> Result<Recorded, IngestError> {
-        let (message, redactions) = message.redacted();
+        let (mut message, redactions) = message.redacted();
+        message.traceparent = crate::trace::current_traceparent();
         if redactions > 0 {
             metrics::counter!(names::REDACTIONS).increment(redactions as u64);
             tracing::info!(
@@ -221,7 +223,12 @@ impl Pipeline {
     /// while the thread awaits an answer; the reply is then edited to show who answered what.
     /// Anything else — another interaction, a click on a stale or forged block, a value the
     /// question did not offer — is acknowledged and changes nothing. `Ok` means: ack it.
-    #[tracing::instrument(level = "debug", skip_all, fields(round, question))]
+    #[tracing::instrument(
+        name = "ingest.click",
+        level = "info",
+        skip_all,
+        fields(round, question)
+    )]
     pub async fn handle_interaction(&self, payload: &Value) -> Result<Handled, IngestError> {
         let started = Instant::now();
         let refuse = |reason: String| {
@@ -425,6 +432,7 @@ impl Pipeline {
             username: None,
             text: subject.alert_text(user),
             raw: serde_json::json!({"command": "/firstline", "user_id": user, "text": text}),
+            traceparent: None,
         };
         self.record(alert, Instant::now()).await?;
         metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => "command").increment(1);

@@ -125,6 +125,10 @@ pub struct WakeRecord {
     pub thread: ThreadKey,
     /// The signal.
     pub mention: MentionSignal,
+    /// W3C `traceparent` of the request that recorded the message, when a trace was recorded:
+    /// the signal continues that trace (absent in rows written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 #[cfg(test)]

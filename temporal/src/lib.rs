@@ -80,9 +80,15 @@ pub async fn connect(
 ) -> Result<Client, ConnectError> {
     let options = connection_options(settings, identity.into(), timeout)?;
     let address = settings.address.clone();
+    // The tracing plugin (global tracer, W3C Trace Context in the `_tracer-data` header): a
+    // signal carries the caller's trace, and a worker built on this client runs each activity in
+    // it. With no exporter configured the global tracer records nothing, and nothing is sent.
+    let tracing = temporalio_sdk::opentelemetry::OpenTelemetryPlugin::builder().build();
     let connecting = Client::connect(
         options,
-        ClientOptions::new(settings.namespace.clone()).build(),
+        ClientOptions::new(settings.namespace.clone())
+            .plugin(tracing)
+            .build(),
     );
     match tokio::time::timeout(timeout, connecting).await {
         Err(_) => Err(ConnectError::Timeout {

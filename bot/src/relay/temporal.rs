@@ -2,7 +2,8 @@
 //! workflow's own typed definition (ARCHITECTURE.md, invariant 4): id
 //! `incident-<team>-<channel>-<thread_ts>`, task queue `temporal.task_queue`,
 //! input `Trigger { thread }`, signal `mention { user, text, ts }`, id reuse ALLOW_DUPLICATE, so a
-//! mention signals an open run and starts a fresh run after the last one closed.
+//! mention signals an open run and starts a fresh run after the last one closed. The signal is
+//! sent in the trace of the request that recorded the message (`crate::trace`).
 //!
 //! The client connects lazily and reconnects after failures, so the bot starts (and keeps
 //! acking Slack) while Temporal is down; wake-ups wait in the outbox.
@@ -12,6 +13,7 @@ use super::outbox::{OutboxKind, OutboxRow};
 use firstline_config::TemporalSettings;
 use firstline_model::{Trigger, WakeRecord};
 use firstline_workflows::IncidentRound;
+use opentelemetry::context::FutureExt as _;
 use std::time::Duration;
 use temporalio_client::{Client, WorkflowIdReusePolicy, WorkflowStartOptions};
 use tokio::sync::Mutex;
@@ -63,15 +65,19 @@ impl TemporalSink {
         )
         .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
         .build();
-        let call = client.signal_with_start_workflow(
-            IncidentRound::run,
-            Trigger {
-                thread: wake.thread.clone(),
-            },
-            IncidentRound::mention,
-            wake.mention,
-            options,
-        );
+        // In the trace of the request that recorded the message: the client's tracing plugin
+        // puts it in the signal's header, and the round's activities run in it.
+        let call = client
+            .signal_with_start_workflow(
+                IncidentRound::run,
+                Trigger {
+                    thread: wake.thread.clone(),
+                },
+                IncidentRound::mention,
+                wake.mention,
+                options,
+            )
+            .with_context(crate::trace::context_of(wake.traceparent.as_deref()));
         match tokio::time::timeout(self.target.timeout, call).await {
             Ok(Ok(handle)) => {
                 tracing::debug!(workflow_id = %wake.thread.workflow_id(), run_id = ?handle.run_id(), "round woken");

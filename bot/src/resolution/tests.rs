@@ -59,6 +59,7 @@ fn recovery_alerts_are_recognised_through_the_alert_parser() {
         username: None,
         text: text.into(),
         raw: serde_json::Value::Null,
+        traceparent: None,
     };
     assert!(is_recovery_alert(&message(
         "[RESOLVED] KubePodCrashLooping checkout"
