@@ -1,8 +1,8 @@
 //! MCP over `https://` with credentials (issue 24): the tool layer talks real MCP to the lab
 //! server through a TLS front that demands a bearer token and a tenant header, trusting the
 //! front's CA from `ca_file` and reading the token from `bearer_token_file`. Refusals are missing
-//! evidence that says what was refused, and nothing reaches the server: a client that does not
-//! trust the front's certificate (the system's roots), and one without the token.
+//! evidence that says what was refused, and nothing reaches the server: a client that trusts
+//! another CA, one without the token, and one whose token file is empty.
 
 #[path = "support/accept_loop.rs"]
 mod accept_loop;
@@ -137,9 +137,15 @@ async fn an_untrusted_certificate_or_a_missing_token_is_missing_evidence_and_sen
     let front = front(&lab).await;
     let dir = tempfile::tempdir().expect("temp dir");
 
-    // The system's roots do not include the front's CA: the handshake fails.
+    // A CA file of someone else's: the front's certificate does not verify.
+    let stranger = dir.path().join("stranger-ca.pem");
+    test_ca::TestCa::new("someone else's CA").write_pem(&stranger);
     let untrusted = McpTools::from_settings(
-        &settings(&front.url, None, Some(token_file(dir.path(), TOKEN))),
+        &settings(
+            &front.url,
+            Some(stranger),
+            Some(token_file(dir.path(), TOKEN)),
+        ),
         None,
     )
     .expect("valid settings");

@@ -6,7 +6,7 @@
 //! workflow task waits `worker.sticky_timeout_secs` for the dead worker) plus a few seconds,
 //! counted from the kill, with exactly one reply, one edit, and no tool or model call repeated
 //! (the lab's and the model's counts equal a clean run's). Each test prints `resume: <point>
-//! <seconds>`, which `bench/round/run` collects into a table.
+//! <seconds> <bound> <margin>`, which `bench/round/run --resume` collects into a table.
 
 mod support;
 
@@ -152,7 +152,12 @@ async fn killed_and_resumed(point: KillPoint) {
     app.start_worker(None).await;
     wait_done(&app).await;
     let resume = killed.elapsed();
-    println!("resume: {point:?} {:.1}", resume.as_secs_f64());
+    println!(
+        "resume: {point:?} {:.1} {} {}",
+        resume.as_secs_f64(),
+        point.bound().as_secs(),
+        MARGIN.as_secs()
+    );
     assert!(
         resume <= point.bound() + MARGIN,
         "{point:?}: finished {resume:?} after the kill; bound {:?} + {MARGIN:?}",

@@ -118,13 +118,20 @@ async fn heartbeating<T>(ctx: &ActivityContext, round: u32, work: impl Future<Ou
     loop {
         tokio::select! {
             done = &mut work => return done,
-            _ = ticker.tick() => {
-                metrics::counter!(crate::metrics::HEARTBEATS).increment(1);
-                if let Err(e) = ctx.record_heartbeat(round).await {
-                    tracing::warn!(error = %e, "heartbeat not recorded");
-                }
-            }
+            _ = ticker.tick() => beat(ctx, round).await,
         }
+    }
+}
+
+/// Sends one heartbeat with `details`, counted; a heartbeat Temporal did not take is logged (the
+/// next one may be), never an error of the activity.
+async fn beat<T>(ctx: &ActivityContext, details: T)
+where
+    T: temporalio_common::data_converters::TemporalSerializable + 'static,
+{
+    metrics::counter!(crate::metrics::HEARTBEATS).increment(1);
+    if let Err(e) = ctx.record_heartbeat(details).await {
+        tracing::warn!(error = %e, "heartbeat not recorded");
     }
 }
 
@@ -194,12 +201,7 @@ impl Activities {
         let heartbeat_ctx = ctx.clone();
         let heartbeat = move |details: GraphHeartbeat| {
             let ctx = heartbeat_ctx.clone();
-            async move {
-                metrics::counter!(crate::metrics::HEARTBEATS).increment(1);
-                if let Err(e) = ctx.record_heartbeat(details).await {
-                    tracing::warn!(error = %e, "heartbeat not recorded");
-                }
-            }
+            async move { beat(&ctx, details).await }
         };
         let span = span(
             names::RUN_GRAPH,

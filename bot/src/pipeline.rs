@@ -156,13 +156,6 @@ impl Pipeline {
             } => {
                 metrics::counter!(names::EVENTS, "outcome" => "stored", "kind" => kind.as_str())
                     .increment(1);
-                if matches!(kind, Kind::Alert | Kind::Mention) {
-                    tracing::info!(
-                        kind = kind.as_str(),
-                        message_id,
-                        "recorded; the thread's round wakes"
-                    );
-                }
                 let queue = self.inner.touches.as_ref().filter(|t| t.react);
                 if let (Some((channel, ts)), Some(touches)) = (mention_at, queue) {
                     // A person's `resolved` is confirmed with ✅: their word closed the thread.
@@ -191,6 +184,7 @@ impl Pipeline {
     async fn record(&self, message: Incoming, started: Instant) -> Result<Recorded, IngestError> {
         let (mut message, redactions) = message.redacted();
         message.traceparent = crate::trace::current_traceparent();
+        let kind = message.kind;
         if redactions > 0 {
             metrics::counter!(names::REDACTIONS).increment(redactions as u64);
             tracing::info!(
@@ -212,8 +206,20 @@ impl Pipeline {
                 }
             };
         metrics::histogram!(names::INGEST_SECONDS).record(started.elapsed().as_secs_f64());
-        if recorded == Recorded::Duplicate {
-            metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
+        match recorded {
+            Recorded::Duplicate => {
+                metrics::counter!(names::EVENTS, "outcome" => "duplicate").increment(1);
+            }
+            Recorded::Stored {
+                message_id,
+                wakes: true,
+                ..
+            } => tracing::info!(
+                kind = kind.as_str(),
+                message_id,
+                "recorded; the thread's round wakes"
+            ),
+            Recorded::Stored { .. } => {}
         }
         Ok(recorded)
     }

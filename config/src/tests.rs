@@ -266,6 +266,14 @@ fn bad_mcp_settings_name_the_setting() {
             "`X Org` is not an HTTP header name",
         ),
         (
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"https://x/mcp\"\nheaders = { X-Org = \"a\\nb\" }\n",
+            "the value of `X-Org` is not printable ASCII",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nbearer_token_file = \"/t\"\n",
+            "needs an https:// `url`",
+        ),
+        (
             "[[mcp.servers]]\nname = \"a\"\nurl = \"https://x/mcp\"\nbearer_token_file = \"/t\"\nheaders = { Authorization = \"Basic x\" }\n",
             "either in `headers` or by `bearer_token_file`",
         ),

@@ -11,9 +11,11 @@ use regex::{Captures, Regex};
 use crate::tally::Tally;
 use crate::{Kind, REDACTED};
 
-/// `scheme://user:password@host`, the user possibly empty (`redis://:password@cache`).
+/// `scheme://user:password@host`, the user possibly empty (`redis://:password@cache`); the
+/// password runs to the last `@` before the host, so one holding `/` or `@` (random base64 does)
+/// is taken whole.
 static URL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/\s@]*:)([^@\s/]+)(@)").expect("static regex")
+    Regex::new(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/\s@]*:)(\S+)(@[^@\s/:]+)").expect("static regex")
 });
 
 /// A key of an Azure connection string, up to the next `;`.
@@ -32,7 +34,13 @@ static URL_SIGNATURE: LazyLock<Regex> = LazyLock::new(|| {
 
 pub(crate) fn redact(text: &str, tally: &mut Tally) -> String {
     let text = tally.replace(Kind::UrlPassword, &URL_PASSWORD, text, |caps| {
-        (&caps[2] != REDACTED).then(|| format!("{}{REDACTED}{}", &caps[1], &caps[3]))
+        let password = &caps[2];
+        // `http://host:8080/path@v2` is a port and a path, not a password.
+        let port_then_path = password
+            .split_once('/')
+            .is_some_and(|(port, _)| port.chars().all(|c| c.is_ascii_digit()));
+        (password != REDACTED && !port_then_path)
+            .then(|| format!("{}{REDACTED}{}", &caps[1], &caps[3]))
     });
     let text = tally.replace(Kind::ConnectionKey, &AZURE_KEY, &text, keep_key);
     tally.replace(Kind::ConnectionKey, &URL_SIGNATURE, &text, keep_key)
@@ -61,6 +69,20 @@ mod tests {
             (
                 "redis://:pa55word@cache:6379",
                 "redis://:[REDACTED]@cache:6379",
+            ),
+            // A random password holds `/` and `+`; another one an `@`.
+            (
+                "redis://:kF3n+Vq9/Lw2xR@cache:6379",
+                "redis://:[REDACTED]@cache:6379",
+            ),
+            (
+                "amqp://app:p@ss@rabbit:5672/",
+                "amqp://app:[REDACTED]@rabbit:5672/",
+            ),
+            // A port and a path before an `@` are no password.
+            (
+                "GET http://registry:5000/v2/app@sha256 404",
+                "GET http://registry:5000/v2/app@sha256 404",
             ),
             (
                 "mongodb+srv://svc_export:Kafka!orders12@mq.acme.internal/orders",

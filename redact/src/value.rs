@@ -25,9 +25,25 @@ pub(crate) fn is_placeholder(value: &str) -> bool {
                 | "[redacted]"
                 | "<redacted>"
         )
-        || value.starts_with('$') // `${DB_PASSWORD}` references a secret, it is not one.
-        // `<none>`, `<your-api-key>`, and the first word of `<redacted by me>`.
-        || value.starts_with('<')
+        || is_reference(value)
+        // `<your-api-key>`, and the first word of `<redacted by me>`: a closed bracket, or words.
+        || (value.starts_with('<')
+            && (value.ends_with('>') || value[1..].chars().all(|c| c.is_ascii_alphabetic())))
+}
+
+/// `${DB_PASSWORD}` or `$DB_PASSWORD` references a secret, it is not one (`$ecr3t` is).
+fn is_reference(value: &str) -> bool {
+    // A key's value may be cut before the closing brace.
+    let name = value
+        .strip_prefix("${")
+        .map(|rest| rest.strip_suffix('}').unwrap_or(rest))
+        .or_else(|| value.strip_prefix('$'));
+    name.is_some_and(|name| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    })
 }
 
 /// Long and mixed (letters and digits), or long with high character entropy.
@@ -95,6 +111,9 @@ mod tests {
             "123456",
             "s3cr3t!",
             "correcthorsebattery",
+            // Look like references or placeholders, but are passwords.
+            "$ecr3tPass",
+            "<Pw9x!",
         ] {
             assert!(looks_like_password(value), "{value}");
         }
@@ -105,6 +124,7 @@ mod tests {
             "db-credentials",
             "invalid",
             "${PW}",
+            "$DB_PASSWORD",
             "******",
             "<your-password>",
             "<redacted",

@@ -2,8 +2,8 @@
 //! `bench/redact/generate.py` generates (its default seed, run with `python3`, which
 //! `scripts/setup` installs) is redacted at least at the rate measured when the rules were
 //! written, and ordinary incident chatter (`bench/redact/chatter.txt`) is left as it was, line for
-//! line, but for at most [`CHATTER_CHANGED_MAX`] lines. See bench/redact/README.md for the table
-//! and how it compares with detect-secrets. The generated secrets are not kept in the repository:
+//! line (measured: none changed; any change is a false positive to look at). See
+//! bench/redact/README.md for the table and how it compares with detect-secrets. The generated secrets are not kept in the repository:
 //! they are realistic enough for secret scanners (push protection) to take them for leaks.
 
 use std::collections::BTreeMap;
@@ -17,8 +17,6 @@ use firstline_redact::redact;
 /// id or a commit hash, which stay readable.
 const FLOOR: f64 = 0.95;
 const FLOOR_EXCEPTIONS: &[(&str, f64)] = &[("hex high entropy", 0.70)];
-/// Chatter lines the rules may change (measured: none).
-const CHATTER_CHANGED_MAX: usize = 2;
 
 fn bench_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/redact")
@@ -124,7 +122,7 @@ fn ordinary_chatter_stays_as_it_was() {
         })
         .collect();
     assert!(
-        changed.len() <= CHATTER_CHANGED_MAX,
+        changed.is_empty(),
         "{} chatter lines changed:\n{}",
         changed.len(),
         changed.join("\n")

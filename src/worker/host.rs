@@ -1,4 +1,4 @@
-//! The round worker: polls the `incident-analysis` task queue and runs the round workflow
+//! The round worker: polls `temporal.task_queue` (`incident-analysis`) and runs the round workflow
 //! (`firstline-workflows`) and its activities (`firstline-activities`), with `/healthz` and
 //! `/metrics` on `worker.listen`.
 //!

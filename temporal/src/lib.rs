@@ -11,6 +11,11 @@
 //! or certificate fails here too, not at the first poll. Certificates are read once: a rotated one
 //! takes effect when the process restarts.
 //!
+//! Every client carries the SDK's tracing plugin: a call made inside a trace (the relay's signal)
+//! puts its W3C context in the `_tracer-data` header, and a worker built on the client runs each
+//! activity in the context it received (one trace per alert; the global tracer exports, or, with
+//! no exporter configured, records nothing).
+//!
 //! Never `{:?}` a `Client` or the SDK's `ConnectionOptions`: their derived `Debug` shows the key.
 
 use firstline_config::TemporalSettings;

@@ -1,7 +1,8 @@
 //! A certificate authority made for one test: it signs a server certificate for the TLS fronts
 //! that stand before the test stack's plaintext servers (`temporal_front.rs`,
-//! `postgres_front.rs`) and the client certificates a test presents, written as PEM files the way
-//! an operator would hand them to Firstline.
+//! `postgres_front.rs`, `mcp_front.rs`, and `kafka_front.py` in `kafka_security.rs`) and the
+//! client certificates a test presents, written as PEM files the way an operator would hand them
+//! to Firstline.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

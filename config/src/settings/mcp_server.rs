@@ -126,6 +126,31 @@ impl McpServerSettings {
         if let Some(name) = self.headers.keys().find(|name| !is_header_name(name)) {
             return reject(&format!("`headers`: `{name}` is not an HTTP header name"));
         }
+        if let Some(name) = self
+            .headers
+            .iter()
+            .find(|(_, value)| {
+                !value
+                    .bytes()
+                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+            })
+            .map(|(name, _)| name)
+        {
+            return reject(&format!(
+                "`headers`: the value of `{name}` is not printable ASCII on one line"
+            ));
+        }
+        // Credentials only over TLS, as for Temporal.
+        if let Some(url) = &self.url
+            && url.starts_with("http://")
+            && (self.bearer_token_file.is_some()
+                || self
+                    .headers
+                    .keys()
+                    .any(|name| name.eq_ignore_ascii_case("authorization")))
+        {
+            return reject("a bearer token or an Authorization header needs an https:// `url`");
+        }
         if self
             .headers
             .keys()

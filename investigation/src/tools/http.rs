@@ -24,7 +24,8 @@ pub(crate) struct HttpEndpoint {
 
 impl std::fmt::Debug for HttpEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http {}", self.url)?;
+        // A URL may carry credentials (`user:pass@`, a token in the query).
+        write!(f, "http {}", firstline_redact::redact(&self.url).text)?;
         if let Some(ca) = &self.ca_file {
             write!(f, " ca_file={}", ca.display())?;
         }
@@ -42,7 +43,8 @@ impl std::fmt::Debug for HttpEndpoint {
 pub(crate) fn transport(
     endpoint: &HttpEndpoint,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    let client = client(endpoint.ca_file.as_deref())?;
+    let tls = endpoint.url.starts_with("https://");
+    let client = client(tls, endpoint.ca_file.as_deref())?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str());
     if let Some(path) = &endpoint.bearer_token_file {
         config = config.auth_header(bearer_token(path)?);
@@ -73,11 +75,13 @@ fn bearer_token(path: &Path) -> Result<String, String> {
     Ok(token.to_string())
 }
 
-/// A reqwest client with rustls on ring trusting `ca_file`'s CAs, or the system's roots.
-fn client(ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
-    let roots = match ca_file {
-        Some(path) => file_roots(path)?,
-        None => system_roots()?,
+/// A reqwest client with rustls on ring trusting `ca_file`'s CAs, or the system's roots; for
+/// plain `http://`, no roots are read (a host without a CA bundle still reaches in-cluster MCP).
+fn client(tls: bool, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+    let roots = match (tls, ca_file) {
+        (false, _) => rustls::RootCertStore::empty(),
+        (true, Some(path)) => file_roots(path)?,
+        (true, None) => system_roots()?,
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
