@@ -163,11 +163,7 @@ impl SecuredBroker {
 
     /// The settings a client uses to reach it.
     fn settings(&self, security: KafkaSecurity, mechanism: &str, password: &str) -> KafkaSettings {
-        let tls = matches!(security, KafkaSecurity::Ssl | KafkaSecurity::SaslSsl);
-        let sasl = matches!(
-            security,
-            KafkaSecurity::SaslPlaintext | KafkaSecurity::SaslSsl
-        );
+        let (tls, sasl) = (security.tls(), security.sasl());
         KafkaSettings {
             brokers: format!("127.0.0.1:{}", self.port),
             security,

@@ -101,8 +101,9 @@ fn from_status(status: u16, detail: &str, retry_after: Option<Duration>, attempt
     }
 }
 
-/// The error and its sources on one line ("error sending request: connection refused").
-fn chain(error: &dyn std::error::Error) -> String {
+/// The error and its sources on one line ("error sending request: connection refused"), each
+/// said once; also how the MCP tool layer names a failed connection.
+pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     // Bounded: error chains are short, but a cycle must not spin.

@@ -34,6 +34,7 @@ pub use budget::{Budget, BudgetLimits, Spent};
 pub use cache::{MemoryCache, ReplyCache};
 pub use client::{Client, DEFAULT_COMPLETION_CAP};
 pub use error::{BudgetLimit, LlmError};
+pub use failure::chain as error_chain;
 pub use options::{ClientOptions, RetryPolicy};
 pub use request::{ChatRequest, Message, ToolSpec};
 pub use schema::{SchemaError, bounded, strict, strict_schema};

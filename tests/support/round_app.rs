@@ -530,11 +530,7 @@ async fn spawn_ready(mut command: Command, what: &str) -> (Child, String) {
 pub fn kafka_env(kafka: &firstline_config::KafkaSettings) -> Vec<(String, String)> {
     let var = |key: &str| firstline_config::env_var(&format!("kafka.{key}"));
     let mut env = vec![(var("brokers"), kafka.brokers.clone())];
-    let security = serde_json::to_value(kafka.security).expect("a security mode");
-    env.push((
-        var("security"),
-        security.as_str().unwrap_or_default().into(),
-    ));
+    env.push((var("security"), kafka.security.protocol().into()));
     if let Some(ca) = &kafka.ca_file {
         env.push((var("ca_file"), ca.display().to_string()));
     }

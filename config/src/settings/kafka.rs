@@ -17,7 +17,8 @@ pub enum KafkaSecurity {
 }
 
 impl KafkaSecurity {
-    fn protocol(self) -> &'static str {
+    /// librdkafka's name for it, which is also the setting's value.
+    pub fn protocol(self) -> &'static str {
         match self {
             KafkaSecurity::Plaintext => "plaintext",
             KafkaSecurity::Ssl => "ssl",
@@ -26,11 +27,13 @@ impl KafkaSecurity {
         }
     }
 
-    fn tls(self) -> bool {
+    /// Whether the connection is TLS.
+    pub fn tls(self) -> bool {
         matches!(self, KafkaSecurity::Ssl | KafkaSecurity::SaslSsl)
     }
 
-    fn sasl(self) -> bool {
+    /// Whether the client logs in with SASL.
+    pub fn sasl(self) -> bool {
         matches!(self, KafkaSecurity::SaslPlaintext | KafkaSecurity::SaslSsl)
     }
 }

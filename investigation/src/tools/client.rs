@@ -166,7 +166,7 @@ fn describe(error: &ServiceError) -> String {
                 redact(&data.message).text
             )
         }
-        other => redact(&with_causes(other)).text,
+        other => redact(&firstline_llm::error_chain(other)).text,
     }
 }
 
@@ -178,34 +178,16 @@ fn init_failure(error: &ClientInitializeError) -> String {
                 .error
                 .downcast_ref::<StreamableHttpError<reqwest::Error>>()
             {
-                Some(StreamableHttpError::Client(http)) => Some(with_causes(http)),
+                Some(StreamableHttpError::Client(http)) => Some(firstline_llm::error_chain(http)),
                 _ => None,
             };
             match http {
                 Some(http) => format!("{http}, when {context}"),
-                None => format!("{}, when {context}", with_causes(error)),
+                None => format!("{}, when {context}", firstline_llm::error_chain(error)),
             }
         }
-        other => with_causes(other),
+        other => firstline_llm::error_chain(other),
     }
-}
-
-/// An error and every cause beneath it, each once: a TLS or HTTP failure is told by its cause
-/// ("invalid peer certificate: UnknownIssuer", "401 Unauthorized"), not by "error sending request".
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    // Bounded: a cause chain is a few links; a cyclic one must not loop forever.
-    for _ in 0..8 {
-        let Some(inner) = cause else { break };
-        let said = inner.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = inner.source();
-    }
-    text
 }
 
 async fn connect(spec: &ServerSpec) -> Result<Connected, String> {
