@@ -413,3 +413,36 @@ async fn round_outlines_are_backfilled_from_rounds_committed_before_they_existed
         .unwrap();
     assert!(awaiting);
 }
+
+#[tokio::test]
+async fn action_constraints_hold() {
+    let pool = migrated_empty_database().await;
+    seed(&pool).await;
+    let hash = "a".repeat(64);
+    let action = format!(
+        "INSERT INTO actions (thread_id, round_id, action, object, cause, change, change_hash, expires_at, state, decided_by, decided_at)
+         VALUES (1, 1, '{{}}', 'Deployment shop/checkout', 'c', '{{}}', '{hash}', now()"
+    );
+    // A hash is sha256 hex; a decision names who and when; only an approved action executes.
+    expect_violation(&pool, "INSERT INTO actions (thread_id, round_id, action, object, cause, change, change_hash, expires_at) VALUES (1, 1, '{}', 'o', 'c', '{}', 'not-a-hash', now())", CHECK).await;
+    expect_violation(&pool, &format!("{action}, 'approved', NULL, NULL)"), CHECK).await;
+    expect_violation(&pool, &format!("{action}, 'proposed', 'U1', now())"), CHECK).await;
+    expect_violation(&pool, &format!("{action}, 'executed', NULL, NULL)"), CHECK).await;
+    expect_violation(&pool, &format!("{action}, 'done', NULL, NULL)"), CHECK).await;
+    exec(&pool, &format!("{action}, 'proposed', NULL, NULL)")).await;
+    // One proposal per round.
+    expect_violation(&pool, &format!("{action}, 'proposed', NULL, NULL)"), UNIQUE).await;
+    // An outbox row is about one message, incident or action; an action wakes and publishes once.
+    expect_violation(&pool, "INSERT INTO outbox (kind, thread_id, message_id, action_id, payload) VALUES ('wake', 1, 1, 1, '{}')", CHECK).await;
+    exec(
+        &pool,
+        "INSERT INTO outbox (kind, thread_id, action_id, payload) VALUES ('wake', 1, 1, '{}')",
+    )
+    .await;
+    expect_violation(
+        &pool,
+        "INSERT INTO outbox (kind, thread_id, action_id, payload) VALUES ('wake', 1, 1, '{}')",
+        UNIQUE,
+    )
+    .await;
+}

@@ -22,6 +22,10 @@ pub const EDIT_AFTER_SEND: &str = "round.edit.after_send";
 
 /// Embedder: after a batch's vectors are written, before its offsets are committed.
 pub const EMBEDDER_AFTER_WRITE: &str = "embedder.after_write";
+/// After an action's execution attempt was counted, before its write is sent.
+pub const ACTION_BEFORE_WRITE: &str = "action.before_write";
+/// After the write server answered an action's write, before the outcome is stored.
+pub const ACTION_AFTER_WRITE: &str = "action.after_write";
 
 /// Pauses for the milliseconds `FAILPOINTS` gives `point` (`point=return(MS)`), if any.
 #[cfg(feature = "faults")]

@@ -7,6 +7,7 @@
 //! - [`thread`]: [`ThreadKey`], the unit of an incident conversation (workflow id, Kafka key).
 //! - [`message`]: the versioned Kafka record of every recorded message and the outbox's wake-up.
 //! - [`round`]: the round workflow's input ([`Trigger`]) and its `mention` signal.
+//! - [`action`]: the catalogue of reversible actions a person may approve, and their decisions.
 //! - [`context`]: what a round knows of its thread ([`ThreadContext`]).
 //! - [`question`]: a question the bot asks, typed so an answer can be read against it.
 //! - [`limits`]: the default bounds of a round, shared by the settings and the workflow.
@@ -16,6 +17,7 @@
 //!
 //! This crate knows nothing of Slack's API, Postgres, Temporal or MCP: plain serde types only.
 
+pub mod action;
 pub mod context;
 pub mod faults;
 pub mod limits;
@@ -26,6 +28,10 @@ pub mod round;
 pub mod text;
 pub mod thread;
 
+pub use action::{
+    ACTION_SCHEMA, Action, ActionBlock, ActionRecord, ActionState, Decision, DecisionSignal,
+    DecisionWake, ObjectRef, WorkloadKind,
+};
 pub use context::{ConversationMessage, EarlierRound, HumanAnswer, ThreadContext};
 pub use message::{
     INCIDENT_SCHEMA, IncidentRecord, MESSAGE_SCHEMA, MessageRecord, TopicRecord, WakeRecord,

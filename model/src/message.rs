@@ -95,6 +95,8 @@ pub enum TopicRecord {
     Message(MessageRecord),
     /// A new incident.
     Incident(IncidentRecord),
+    /// An action's audit, at its last state.
+    Action(Box<crate::action::ActionRecord>),
 }
 
 impl TopicRecord {
@@ -113,6 +115,9 @@ impl TopicRecord {
             INCIDENT_SCHEMA => serde_json::from_slice(value)
                 .map(TopicRecord::Incident)
                 .map_err(|e| format!("not a valid {INCIDENT_SCHEMA} record: {e}")),
+            crate::action::ACTION_SCHEMA => serde_json::from_slice(value)
+                .map(|record| TopicRecord::Action(Box::new(record)))
+                .map_err(|e| format!("not a valid {} record: {e}", crate::action::ACTION_SCHEMA)),
             other => Err(format!("unknown schema `{other}`")),
         }
     }

@@ -195,6 +195,10 @@ impl EmbedderHandle {
                 Ok(TopicRecord::Incident(incident)) => {
                     incidents.insert(incident.incident_id, clipped(&incident.text));
                 }
+                // An action's audit is for other readers: nothing a person wrote to embed.
+                Ok(TopicRecord::Action(_)) => {
+                    metrics::counter!(RECORDS, "outcome" => "skipped").increment(1);
+                }
                 Err(reason) => {
                     tracing::warn!(
                         topic = record.topic(),

@@ -87,18 +87,31 @@ impl McpServerSettings {
 
     /// Checks this server alone; `position` is its 1-based place in `mcp.servers`.
     pub(super) fn validate(&self, position: usize) -> Result<(), ConfigError> {
-        let reject = |problem: &str| {
-            Err(ConfigError::rejected(
-                SERVERS,
-                format!("{}: {problem}", self.label(position)),
-            ))
-        };
         if self.name.trim().is_empty() {
             return Err(ConfigError::rejected(
                 SERVERS,
                 format!("server #{position} has no name"),
             ));
         }
+        self.validate_in(SERVERS, &self.label(position))
+    }
+
+    /// Checks this server alone as the setting `setting` (a server outside `mcp.servers`, such
+    /// as `actions.server`).
+    pub(super) fn validate_as(&self, setting: &'static str) -> Result<(), ConfigError> {
+        if self.name.trim().is_empty() {
+            return Err(ConfigError::rejected(setting, "the server has no name"));
+        }
+        self.validate_in(setting, &format!("server `{}`", self.name))
+    }
+
+    fn validate_in(&self, setting: &'static str, label: &str) -> Result<(), ConfigError> {
+        let reject = |problem: &str| {
+            Err(ConfigError::rejected(
+                setting,
+                format!("{label}: {problem}"),
+            ))
+        };
         match (&self.url, &self.command) {
             (Some(_), Some(_)) | (None, None) => {
                 return reject("set exactly one of `url` (streamable HTTP) and `command` (stdio)");

@@ -3,6 +3,7 @@
 //! Field docs are the operator's documentation: the README's configuration table is checked
 //! against [`Settings::keys`] by a test, so a new setting cannot go undocumented.
 
+mod actions;
 mod bot;
 mod check;
 mod database;
@@ -20,6 +21,7 @@ mod telemetry;
 mod temporal;
 mod worker;
 
+pub use actions::{ANY_NAMESPACE, ActionsSettings};
 pub use bot::{AlertRule, BotSettings};
 pub use database::DatabaseSettings;
 pub use dev::DevSettings;
@@ -71,6 +73,8 @@ pub struct Settings {
     pub embedder: EmbedderSettings,
     /// OpenTelemetry traces (empty `otlp_endpoint`: none are exported).
     pub telemetry: TelemetrySettings,
+    /// Acting on the cluster with a person's approval (off by default).
+    pub actions: ActionsSettings,
 }
 
 impl Settings {
@@ -107,6 +111,7 @@ impl Settings {
         self.embedder.validate()?;
         self.telemetry.validate()?;
         self.dev.validate()?;
-        self.mcp.validate()
+        self.mcp.validate()?;
+        self.actions.validate(&self.mcp)
     }
 }
