@@ -1,13 +1,16 @@
-//! `firstline-lab serve --scenario DIR [--port P | --stdio]`: runs the lab MCP server for one
-//! scenario. Over HTTP it prints the MCP URL and serves until Ctrl-C; over stdio it serves until
-//! the client disconnects (logs go to stderr, never stdout, which carries the protocol).
+//! `firstline-lab serve --scenario DIR [--port P | --stdio [--writable]]`: runs the lab MCP
+//! server for one scenario. Over HTTP it prints the read-only MCP URL, then the write endpoint's
+//! URL (the read tools plus `resources_create_or_update`, `resources_scale`, `pods_delete`, over
+//! the same world), one per line, and serves until Ctrl-C; over stdio it serves until the client
+//! disconnects, read-only unless `--writable` (logs go to stderr, never stdout, which carries the
+//! protocol).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use firstline_lab::{Scenario, serve_http, serve_stdio};
+use firstline_lab::{Scenario, serve_http, serve_stdio, serve_stdio_writable};
 
 #[derive(Parser)]
 #[command(
@@ -21,7 +24,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve one scenario over MCP (streamable HTTP at /mcp, or stdio).
+    /// Serve one scenario over MCP (streamable HTTP: read-only at /mcp, writes at /write/mcp;
+    /// or stdio).
     Serve {
         /// The scenario directory (holding scenario.yaml) or file.
         #[arg(long)]
@@ -35,6 +39,9 @@ enum Command {
         /// Serve over stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// Over stdio, serve the write tools too.
+        #[arg(long, requires = "stdio")]
+        writable: bool,
     },
 }
 
@@ -52,16 +59,22 @@ async fn main() -> anyhow::Result<()> {
         port,
         bind,
         stdio,
+        writable,
     } = Cli::parse().command;
     let scenario = Scenario::load(&scenario)?;
     if stdio {
-        serve_stdio(scenario).await?;
+        if writable {
+            serve_stdio_writable(scenario).await?;
+        } else {
+            serve_stdio(scenario).await?;
+        }
         return Ok(());
     }
     let handle = serve_http(scenario, SocketAddr::new(bind, port))
         .await
         .with_context(|| format!("binding {bind}:{port}"))?;
     println!("{}", handle.mcp_url());
+    println!("{}", handle.write_url());
     tokio::signal::ctrl_c().await?;
     handle.shutdown().await;
     Ok(())

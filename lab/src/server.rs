@@ -2,17 +2,31 @@
 //! argument shapes of the real servers' profiles (kubernetes-mcp-server, prometheus-mcp-server,
 //! mcp-grafana), so one Firstline configuration works against the lab and production alike.
 //!
+//! Two endpoints serve one shared world ([`LabWorld`]): the read-only one (`/mcp`), like
+//! kubernetes-mcp-server run with `--read-only`, and the write one (`/write/mcp`), like the
+//! separate write-capable server, which also serves `resources_create_or_update`,
+//! `resources_scale` and `pods_delete` (`crate::write`). A write is seen by every later read on
+//! either endpoint.
+//!
 //! - `raw_tool_results` are checked first (tool name or `*`, arguments as a subset; a
 //!   `namespace` key is the subset `{namespace: …}`): they answer verbatim, fail with a tool
-//!   error, or wait `delay_ms` first — fault injection. Tool names that only appear there (a
-//!   peer fixture's `kubectl_describe`) are listed as tools too.
+//!   error, or wait `delay_ms` first — fault injection, on both endpoints. Tool names that only
+//!   appear there (a peer fixture's `kubectl_describe`) are listed as tools too — never a write
+//!   tool's on the read-only endpoint.
 //! - Every `tools/call` is counted per tool name, before anything else happens, so tests can
-//!   prove a call was (or was not) sent: [`CallCounts`] in-process, `GET /calls` over HTTP.
-//! - A tool that is not served answers JSON-RPC `-32602` (invalid params), like rmcp's router.
+//!   prove a call was (or was not) sent: [`CallCounts`] in-process, `GET /calls` over HTTP; the
+//!   writes that changed the world are listed too: [`Writes`], `GET /writes`.
+//! - A tool that is not served answers JSON-RPC `-32602` (invalid params), like rmcp's router;
+//!   on the read-only endpoint, the write tools are not served.
+//!
+//! `tools` is the table of served tools, `counts` what tests count, `world` the shared world.
 
-use std::collections::BTreeMap;
+mod counts;
+mod tools;
+mod world;
+
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -27,283 +41,88 @@ use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::render;
+use crate::render::Rendered;
 use crate::scenario::{RawToolResult, Scenario};
+use crate::write::WriteTool;
 
-/// Calls received per tool name. Clones share the counts.
-#[derive(Debug, Clone, Default)]
-pub struct CallCounts(Arc<Mutex<BTreeMap<String, u64>>>);
+pub use counts::{CallCounts, Writes};
+pub use tools::served_tool_names;
+pub use world::LabWorld;
 
-impl CallCounts {
-    fn record(&self, tool: &str) {
-        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        *counts.entry(tool.to_string()).or_default() += 1;
-    }
-
-    /// Calls of one tool.
-    pub fn get(&self, tool: &str) -> u64 {
-        self.snapshot().get(tool).copied().unwrap_or(0)
-    }
-
-    /// Calls of all tools.
-    pub fn total(&self) -> u64 {
-        self.snapshot().values().sum()
-    }
-
-    /// Every tool's count.
-    pub fn snapshot(&self) -> BTreeMap<String, u64> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
-
-type Handler = fn(&Scenario, &Map<String, Value>) -> render::Rendered;
-
-struct Served {
-    name: &'static str,
-    description: &'static str,
-    schema: fn() -> Value,
-    handler: Handler,
-}
-
-/// The tools the lab serves, with the real servers' input schemas (properties and `required`).
-fn served() -> Vec<Served> {
-    vec![
-        Served {
-            name: "pods_get",
-            description: "Get a Kubernetes Pod in the current or provided namespace with the provided name",
-            schema: || {
-                object(
-                    json!({"name": str_prop("Name of the Pod"), "namespace": str_prop("Namespace to get the Pod from")}),
-                    &["name"],
-                )
-            },
-            handler: render::pods_get,
-        },
-        Served {
-            name: "pods_list_in_namespace",
-            description: "List all the Kubernetes pods in the specified namespace in the current cluster",
-            schema: || {
-                object(
-                    json!({
-                        "namespace": str_prop("Namespace to list pods from"),
-                        "labelSelector": str_prop("Optional Kubernetes label selector (e.g. 'app=myapp,env=prod' or 'app in (myapp,yourapp)'), use this option when you want to filter the pods by label"),
-                        "fieldSelector": str_prop("Optional Kubernetes field selector to filter pods by field values"),
-                    }),
-                    &["namespace"],
-                )
-            },
-            handler: render::pods_list_in_namespace,
-        },
-        Served {
-            name: "pods_list",
-            description: "List all the Kubernetes pods in the current cluster from all namespaces",
-            schema: || {
-                object(
-                    json!({
-                        "labelSelector": str_prop("Optional Kubernetes label selector (e.g. 'app=myapp,env=prod' or 'app in (myapp,yourapp)'), use this option when you want to filter the pods by label"),
-                        "fieldSelector": str_prop("Optional Kubernetes field selector to filter pods by field values"),
-                    }),
-                    &[],
-                )
-            },
-            handler: render::pods_list,
-        },
-        Served {
-            name: "pods_log",
-            description: "Get the logs of a Kubernetes Pod in the current or provided namespace with the provided name",
-            schema: || {
-                object(
-                    json!({
-                        "name": str_prop("Name of the Pod to get the logs from"),
-                        "namespace": str_prop("Namespace to get the Pod logs from"),
-                        "container": str_prop("Name of the Pod container to get the logs from (Optional)"),
-                        "previous": {"type": "boolean", "description": "Return previous terminated container logs (Optional)"},
-                        "tail": {"type": "integer", "default": 100, "minimum": 0, "description": "Number of lines to retrieve from the end of the logs (Optional, default: 100)"},
-                    }),
-                    &["name"],
-                )
-            },
-            handler: render::pods_log,
-        },
-        Served {
-            name: "events_list",
-            description: "List all the Kubernetes events in the current cluster from all namespaces",
-            schema: || {
-                object(
-                    json!({"namespace": str_prop("Optional Namespace to retrieve the events from"), "fieldSelector": str_prop("Optional Kubernetes field selector to filter events")}),
-                    &[],
-                )
-            },
-            handler: render::events_list,
-        },
-        Served {
-            name: "resources_list",
-            description: "List Kubernetes resources and objects in the current cluster by providing their apiVersion and kind",
-            schema: || {
-                object(
-                    json!({
-                        "apiVersion": str_prop("apiVersion of the resources"), "kind": str_prop("kind of the resources"),
-                        "namespace": str_prop("Optional Namespace"), "labelSelector": str_prop("Optional label selector"),
-                        "fieldSelector": str_prop("Optional field selector"),
-                    }),
-                    &["apiVersion", "kind"],
-                )
-            },
-            handler: render::resources_list,
-        },
-        Served {
-            name: "resources_get",
-            description: "Get a Kubernetes resource in the current cluster by providing its apiVersion, kind, optionally the namespace, and its name",
-            schema: || {
-                object(
-                    json!({
-                        "apiVersion": str_prop("apiVersion of the resource"), "kind": str_prop("kind of the resource"),
-                        "namespace": str_prop("Optional Namespace"), "name": str_prop("Name of the resource"),
-                    }),
-                    &["apiVersion", "kind", "name"],
-                )
-            },
-            handler: render::resources_get,
-        },
-        Served {
-            name: "namespaces_list",
-            description: "List all the Kubernetes namespaces in the current cluster",
-            schema: || object(json!({}), &[]),
-            handler: render::namespaces_list,
-        },
-        Served {
-            name: "execute_query",
-            description: "Execute a PromQL instant query against Prometheus",
-            schema: || {
-                object(
-                    json!({
-                        "query": str_prop("PromQL query string"),
-                        "time": str_prop("Optional RFC3339 or Unix timestamp (default: current time)"),
-                    }),
-                    &["query"],
-                )
-            },
-            handler: render::execute_query,
-        },
-        Served {
-            name: "execute_range_query",
-            description: "Execute a PromQL range query with start time, end time, and step interval",
-            schema: || {
-                object(
-                    json!({
-                        "query": str_prop("PromQL query string"), "start": str_prop("Start time as RFC3339 or Unix timestamp"),
-                        "end": str_prop("End time as RFC3339 or Unix timestamp"), "step": str_prop("Query resolution step width (e.g., '15s', '1m', '1h')"),
-                    }),
-                    &["query", "start", "end", "step"],
-                )
-            },
-            handler: render::execute_range_query,
-        },
-        Served {
-            name: "query_loki_logs",
-            description: "Executes a LogQL query against a Loki datasource to retrieve log entries",
-            schema: || {
-                object(
-                    json!({
-                        "datasourceUid": str_prop("The UID of the datasource to query"), "logql": str_prop("The LogQL query to execute against Loki"),
-                        "startRfc3339": str_prop("Optionally, the start time of the query in RFC3339 format"),
-                        "endRfc3339": str_prop("Optionally, the end time of the query in RFC3339 format"),
-                        "limit": {"type": "integer", "default": 10, "description": "Optionally, the maximum number of log lines to return"},
-                        "direction": str_prop("Optionally, 'forward' (oldest first) or 'backward' (newest first, default)"),
-                    }),
-                    &["datasourceUid", "logql"],
-                )
-            },
-            handler: render::query_loki_logs,
-        },
-        Served {
-            name: "search_tempo_traces",
-            description: "Search for traces in a Tempo datasource using a TraceQL query",
-            schema: || {
-                object(
-                    json!({
-                        "datasourceUid": str_prop("UID of the tempo datasource to query"), "query": str_prop("TraceQL query string"),
-                        "start": str_prop("Start time for the search (RFC3339 format)"), "end": str_prop("End time for the search (RFC3339 format)"),
-                        "limit": {"type": "integer", "description": "Optionally, the maximum number of traces to return"},
-                    }),
-                    &["datasourceUid", "query"],
-                )
-            },
-            handler: render::search_tempo_traces,
-        },
-    ]
-}
-
-fn str_prop(description: &str) -> Value {
-    json!({"type": "string", "description": description})
-}
-
-fn object(properties: Value, required: &[&str]) -> Value {
-    let mut schema = json!({"type": "object", "properties": properties});
-    if !required.is_empty() {
-        schema["required"] = json!(required);
-    }
-    schema
-}
-
-/// The names of the tools the lab serves from a scenario's world.
-pub fn served_tool_names() -> Vec<&'static str> {
-    served().iter().map(|s| s.name).collect()
-}
-
-/// An MCP server for one scenario.
+/// An MCP server over one scenario's world: read-only, or also serving the write tools.
 #[derive(Clone)]
 pub struct LabServer {
-    scenario: Arc<Scenario>,
-    counts: CallCounts,
+    world: LabWorld,
+    writable: bool,
 }
 
 impl LabServer {
+    /// A read-only server for `scenario`, over a world of its own.
     pub fn new(scenario: Scenario) -> Self {
-        Self {
-            scenario: Arc::new(scenario),
-            counts: CallCounts::default(),
-        }
+        Self::over(LabWorld::new(scenario), false)
+    }
+
+    /// A server over a shared world; `writable` serves the write tools too.
+    pub fn over(world: LabWorld, writable: bool) -> Self {
+        Self { world, writable }
     }
 
     /// The shared call counter.
     pub fn counts(&self) -> CallCounts {
-        self.counts.clone()
+        self.world.counts()
+    }
+
+    /// The world it serves.
+    pub fn world(&self) -> LabWorld {
+        self.world.clone()
     }
 
     fn tools(&self) -> Vec<Tool> {
-        let mut tools: Vec<Tool> = served()
+        let tool = |name: &str, description: &str, schema: Value| {
+            let schema = match schema {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            };
+            Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+        };
+        let mut tools: Vec<Tool> = tools::served()
             .into_iter()
-            .map(|s| {
-                let schema = match (s.schema)() {
-                    Value::Object(map) => map,
-                    _ => Map::new(),
-                };
-                Tool::new(s.name, s.description, Arc::new(schema))
-            })
+            .map(|s| tool(s.name, s.description, (s.schema)()))
             .collect();
-        for raw in &self.scenario.spec.raw_tool_results {
-            if raw.tool != "*" && !tools.iter().any(|t| t.name == raw.tool) {
+        if self.writable {
+            for w in tools::write_served() {
+                tools.push(tool(w.tool.name(), w.description, (w.schema)()));
+            }
+        }
+        let raw_only: Vec<String> = self.world.read(|s| {
+            s.spec
+                .raw_tool_results
+                .iter()
+                .map(|r| r.tool.clone())
+                .filter(|name| name != "*" && WriteTool::named(name).is_none())
+                .collect()
+        });
+        for name in raw_only {
+            if !tools.iter().any(|t| t.name == name) {
                 let schema = json!({"type": "object", "additionalProperties": true});
-                if let Value::Object(schema) = schema {
-                    tools.push(Tool::new(
-                        raw.tool.clone(),
-                        "A recorded tool result served by the lab",
-                        Arc::new(schema),
-                    ));
-                }
+                tools.push(tool(
+                    &name,
+                    "A recorded tool result served by the lab",
+                    schema,
+                ));
             }
         }
         tools
     }
 
-    /// The answer for one call: an override, or the world rendered; `Err` is a tool error.
-    pub async fn answer(
-        &self,
-        tool: &str,
-        args: &Map<String, Value>,
-    ) -> Option<Result<String, String>> {
-        if let Some(raw) = find_override(&self.scenario.spec.raw_tool_results, tool, args) {
+    /// The answer for one call: an override, or the world rendered (or changed, for a write
+    /// tool); `Err` is a tool error, `None` a tool this server does not serve.
+    pub async fn answer(&self, tool: &str, args: &Map<String, Value>) -> Option<Rendered> {
+        let write = WriteTool::named(tool);
+        if write.is_some() && !self.writable {
+            return None;
+        }
+        if let Some(raw) = self.world.override_for(tool, args) {
             if let Some(delay) = raw.delay_ms {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
             }
@@ -314,22 +133,19 @@ impl LabServer {
                 return Some(Ok(text.clone()));
             }
         }
-        served()
-            .into_iter()
-            .find(|s| s.name == tool)
-            .map(|s| (s.handler)(&self.scenario, args))
-            .or_else(|| {
-                // A tool that exists only through overrides, called with other arguments.
-                self.scenario
-                    .spec
-                    .raw_tool_results
-                    .iter()
-                    .any(|r| r.tool == tool)
-                    .then(|| {
-                        Err(format!(
-                            "the lab has no recorded result of `{tool}` for these arguments"
-                        ))
-                    })
+        if let Some(write) = write {
+            return Some(self.world.write(write, args));
+        }
+        if let Some(served) = tools::served().into_iter().find(|s| s.name == tool) {
+            return Some(self.world.read(|s| (served.handler)(s, args)));
+        }
+        // A tool that exists only through overrides, called with other arguments.
+        self.world
+            .read(|s| s.spec.raw_tool_results.iter().any(|r| r.tool == tool))
+            .then(|| {
+                Err(format!(
+                    "the lab has no recorded result of `{tool}` for these arguments"
+                ))
             })
     }
 }
@@ -363,9 +179,13 @@ fn find_override<'a>(
 
 impl ServerHandler for LabServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "Firstline lab: serves one incident scenario with the real servers' tool names",
-        )
+        let instructions = if self.writable {
+            "Firstline lab (write endpoint): serves one incident scenario with the real servers' tool names, and changes it through the write tools"
+        } else {
+            "Firstline lab: serves one incident scenario with the real servers' tool names"
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -382,7 +202,7 @@ impl ServerHandler for LabServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = request.name.to_string();
-        self.counts.record(&tool);
+        self.world.counts().record(&tool);
         let args = request.arguments.unwrap_or_default();
         match self.answer(&tool, &args).await {
             None => Err(ErrorData::invalid_params(
@@ -400,15 +220,21 @@ impl ServerHandler for LabServer {
 pub struct LabHandle {
     /// Where it listens.
     pub addr: SocketAddr,
-    counts: CallCounts,
+    world: LabWorld,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl LabHandle {
-    /// The streamable HTTP MCP endpoint, `http://addr/mcp`.
+    /// The read-only streamable HTTP MCP endpoint, `http://addr/mcp`.
     pub fn mcp_url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// The write endpoint, `http://addr/write/mcp`: the read tools plus
+    /// `resources_create_or_update`, `resources_scale` and `pods_delete`, over the same world.
+    pub fn write_url(&self) -> String {
+        format!("http://{}/write/mcp", self.addr)
     }
 
     /// The call-count endpoint, `http://addr/calls` (JSON `{tool: count}`).
@@ -416,9 +242,36 @@ impl LabHandle {
         format!("http://{}/calls", self.addr)
     }
 
-    /// Calls received so far, per tool.
+    /// The writes endpoint, `http://addr/writes` (a JSON list of [`crate::write::AppliedWrite`],
+    /// oldest first).
+    pub fn writes_url(&self) -> String {
+        format!("http://{}/writes", self.addr)
+    }
+
+    /// Calls received so far, per tool (both endpoints).
     pub fn counts(&self) -> CallCounts {
-        self.counts.clone()
+        self.world.counts()
+    }
+
+    /// The writes that changed the world so far.
+    pub fn writes(&self) -> Writes {
+        self.world.writes()
+    }
+
+    /// Makes the write tools refuse as RBAC does (`true`) or accept (`false`), overriding the
+    /// scenario's `writes.forbidden`.
+    pub fn forbid_writes(&self, forbidden: bool) {
+        self.world.forbid_writes(forbidden);
+    }
+
+    /// The world as it is now, every write applied.
+    pub fn scenario(&self) -> Scenario {
+        self.world.scenario()
+    }
+
+    /// The shared world.
+    pub fn world(&self) -> LabWorld {
+        self.world.clone()
     }
 
     /// Stops the server and waits for it.
@@ -428,11 +281,19 @@ impl LabHandle {
     }
 }
 
-/// Serves `scenario` over streamable HTTP at `addr` (port 0 picks a free one): MCP at `/mcp`,
-/// call counts at `GET /calls`.
+/// The streamable HTTP service of one endpoint.
+fn service(
+    server: LabServer,
+    config: StreamableHttpServerConfig,
+) -> StreamableHttpService<LabServer, LocalSessionManager> {
+    StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config)
+}
+
+/// Serves `scenario` over streamable HTTP at `addr` (port 0 picks a free one): the read-only MCP
+/// endpoint at `/mcp`, the write endpoint at `/write/mcp` (one world behind both), call counts
+/// at `GET /calls`, the writes that changed the world at `GET /writes`.
 pub async fn serve_http(scenario: Scenario, addr: SocketAddr) -> std::io::Result<LabHandle> {
-    let server = LabServer::new(scenario);
-    let counts = server.counts();
+    let world = LabWorld::new(scenario);
     let shutdown = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(None)
@@ -442,16 +303,27 @@ pub async fn serve_http(scenario: Scenario, addr: SocketAddr) -> std::io::Result
         hosts.push(addr.ip().to_string());
         config = config.with_allowed_hosts(hosts);
     }
-    let service: StreamableHttpService<LabServer, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
-    let calls = counts.clone();
-    let router = axum::Router::new().nest_service("/mcp", service).route(
-        "/calls",
-        axum::routing::get(move || {
-            let calls = calls.clone();
-            async move { axum::Json(calls.snapshot()) }
-        }),
-    );
+    let read = service(LabServer::over(world.clone(), false), config.clone());
+    let write = service(LabServer::over(world.clone(), true), config);
+    let calls = world.counts();
+    let writes = world.writes();
+    let router = axum::Router::new()
+        .nest_service("/mcp", read)
+        .nest_service("/write/mcp", write)
+        .route(
+            "/calls",
+            axum::routing::get(move || {
+                let calls = calls.clone();
+                async move { axum::Json(calls.snapshot()) }
+            }),
+        )
+        .route(
+            "/writes",
+            axum::routing::get(move || {
+                let writes = writes.clone();
+                async move { axum::Json(writes.all()) }
+            }),
+        );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let stop = shutdown.clone();
@@ -466,15 +338,24 @@ pub async fn serve_http(scenario: Scenario, addr: SocketAddr) -> std::io::Result
     tracing::info!(%addr, "lab MCP server listening");
     Ok(LabHandle {
         addr,
-        counts,
+        world,
         shutdown,
         task,
     })
 }
 
-/// Serves `scenario` over stdio until the client disconnects.
+/// Serves `scenario` over stdio until the client disconnects (read-only).
 pub async fn serve_stdio(scenario: Scenario) -> Result<(), LabServeError> {
-    let running = LabServer::new(scenario)
+    serve_stdio_with(LabServer::new(scenario)).await
+}
+
+/// Serves `scenario` over stdio with the write tools too, until the client disconnects.
+pub async fn serve_stdio_writable(scenario: Scenario) -> Result<(), LabServeError> {
+    serve_stdio_with(LabServer::over(LabWorld::new(scenario), true)).await
+}
+
+async fn serve_stdio_with(server: LabServer) -> Result<(), LabServeError> {
+    let running = server
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| LabServeError(e.to_string()))?;

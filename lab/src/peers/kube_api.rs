@@ -302,7 +302,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request<Body>) -> Re
     }
     let scenario = &shared.scenario;
     let world = World::new(scenario);
-    let items: Vec<Value> = (kind.objects)(&world)
+    let items: Vec<Value> = kind
+        .build(&world)
         .into_iter()
         .filter(|o| !kind.namespaced || namespace.is_none_or(|ns| o["metadata"]["namespace"] == ns))
         .collect();

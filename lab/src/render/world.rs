@@ -112,9 +112,16 @@ impl<'a> World<'a> {
         })
     }
 
-    /// A revision's `pod-template-hash`: the one its pods' labels give, else made up from the
-    /// deployment's name and the revision.
+    /// A revision's `pod-template-hash`: the one a write fixed, else the one its pods' labels
+    /// give, else made up from the deployment's name and the revision.
     pub fn template_hash(&self, deployment: &DeploymentSpec, revision: usize) -> String {
+        if let Some(hash) = revision
+            .checked_sub(1)
+            .and_then(|i| deployment.revisions.get(i))
+            .and_then(|r| r.hash.clone())
+        {
+            return hash;
+        }
         let latest = deployment.revisions.len();
         self.spec
             .pods

@@ -13,11 +13,15 @@
 //! (Deployments, StatefulSets, DaemonSets, Jobs, CronJobs), [`cluster`] (Services, Nodes and
 //! their journals, storage, autoscalers, quotas, ConfigMaps), [`network`] (Ingresses,
 //! NetworkPolicies), [`policy`] (PodDisruptionBudgets), [`telemetry`] (metrics, log streams,
-//! traces, verbatim tool results), [`expect`] (the expected outcome); `validate` checks what
-//! serde cannot (cross-references, exactly-one-of fields, unique pod IPs).
+//! traces, verbatim tool results), [`expect`] (the expected outcome), [`actions`] (what happens
+//! after a write: `after_action`, `writes`); `validate` checks what serde cannot
+//! (cross-references, exactly-one-of fields, unique pod IPs). [`live`] is what writes leave
+//! behind at run time (resource versions, applied annotations), never read from a file.
 
+pub mod actions;
 pub mod cluster;
 pub mod expect;
+pub mod live;
 pub mod network;
 pub mod pods;
 pub mod policy;
@@ -32,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::reltime::RelTime;
 
+pub use actions::{ActionMatch, AfterActionSpec, AfterLogSpec, Change, DEFAULT_WRITER, WritesSpec};
 pub use cluster::{
     ClaimRefSpec, ConfigMapSpec, EndpointsSpec, HorizontalPodAutoscalerSpec, JournalLineSpec,
     NodeSpec, PersistentVolumeClaimSpec, PersistentVolumeSpec, ResourceQuotaSpec, ServicePortSpec,
@@ -146,7 +151,16 @@ pub struct ScenarioSpec {
     pub past_incidents: Vec<PastIncident>,
     #[serde(default)]
     pub thread_replies: Vec<ThreadReply>,
+    /// What the world looks like once an action was executed through the write tools.
+    #[serde(default)]
+    pub after_action: Option<AfterActionSpec>,
+    /// How the write tools answer (refused, as RBAC would).
+    #[serde(default)]
+    pub writes: WritesSpec,
     pub expect: Expect,
+    /// What writes left behind (run time only).
+    #[serde(skip)]
+    pub live: live::Live,
 }
 
 /// The alert as an integration posts it to Slack.

@@ -58,6 +58,9 @@ pub struct PodSpec {
     /// Copied into the pod's `spec` verbatim (e.g. `nodeSelector`, `tolerations`, `volumes`).
     #[serde(default)]
     pub spec_extra: BTreeMap<String, Value>,
+    /// Run time only: the annotations its template gave a pod a write created.
+    #[serde(skip)]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// The controller owning a pod, a Job (`CronJob`) or referenced by an autoscaler.

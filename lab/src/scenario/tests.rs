@@ -126,6 +126,41 @@ fn the_readme_example_loads() {
 }
 
 #[test]
+fn the_readme_after_action_example_loads_and_after_action_is_checked() {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```yaml\nafter_action:")
+        .expect("the README has an after_action example");
+    let body = &readme[start + "```yaml\n".len()..];
+    let example = &body[..body.find("```").expect("the block ends")];
+    let scenario = parse(&format!("{MINIMAL}{example}")).unwrap();
+    let after = scenario.spec.after_action.expect("after_action");
+    assert_eq!(after.when.and_then(|w| w.change), Some(Change::Rollback));
+    assert_eq!(after.metrics.len(), 1);
+    assert_eq!(after.logs[0].workload, "checkout");
+    assert!(!scenario.spec.writes.forbidden);
+    assert_eq!(scenario.spec.writes.user(), DEFAULT_WRITER);
+
+    let two = error(&format!(
+        "{MINIMAL}after_action:\n  metrics: [{{metric: m, constant: 1, points: [[0, 1]]}}]\n"
+    ));
+    assert!(two.contains("`after_action.metrics[0]`"), "{two}");
+    let nameless = error(&format!(
+        "{MINIMAL}after_action:\n  logs: [{{workload: ' ', current: x}}]\n"
+    ));
+    assert!(
+        nameless.contains("`after_action.logs[0].workload`"),
+        "{nameless}"
+    );
+    let typo = error(&format!(
+        "{MINIMAL}after_action:\n  when: {{change: rollout}}\n"
+    ));
+    assert!(typo.contains("rollout"), "{typo}");
+    let writes = parse(&format!("{MINIMAL}writes: {{forbidden: true}}\n")).unwrap();
+    assert!(writes.spec.writes.forbidden);
+}
+
+#[test]
 fn cross_references_are_checked() {
     let pod = |extra: &str| {
         format!(

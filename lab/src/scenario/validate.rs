@@ -1,8 +1,8 @@
 //! What serde cannot check: exactly-one-of fields, cross-references (a pod's deployment, owner
 //! and revision, a log's pod and container, a job's CronJob, a span's parent), and required
-//! alternatives (`query` or `metric`); [`cluster`] checks pod IPs and the cluster objects
-//! (Ingresses, NetworkPolicies, PodDisruptionBudgets, node journals). A problem names the
-//! field as written (`pods[0].initContainers[1].state`).
+//! alternatives (`query` or `metric`, in `metrics` and `after_action.metrics`); [`cluster`]
+//! checks pod IPs and the cluster objects (Ingresses, NetworkPolicies, PodDisruptionBudgets,
+//! node journals). A problem names the field as written (`pods[0].initContainers[1].state`).
 
 mod cluster;
 
@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::ScenarioSpec;
 use super::pods::{ContainerSpec, PodSpec};
+use super::telemetry::MetricSpec;
 
 /// A field and what is wrong with it.
 pub(super) type Problem = (String, String);
@@ -266,8 +267,8 @@ fn validate_workloads(spec: &ScenarioSpec) -> Result<(), Problem> {
     Ok(())
 }
 
-fn validate_telemetry(spec: &ScenarioSpec) -> Result<(), Problem> {
-    for (i, metric) in spec.metrics.iter().enumerate() {
+fn validate_metrics(field: &str, metrics: &[MetricSpec]) -> Result<(), Problem> {
+    for (i, metric) in metrics.iter().enumerate() {
         let set = [
             metric.points.is_some(),
             metric.step.is_some(),
@@ -278,14 +279,37 @@ fn validate_telemetry(spec: &ScenarioSpec) -> Result<(), Problem> {
         .count();
         if set != 1 {
             return problem(
-                format!("metrics[{i}]"),
+                format!("{field}[{i}]"),
                 "set exactly one of points, step, constant",
             );
         }
         if metric.query.is_none() && metric.metric.is_none() {
-            return problem(format!("metrics[{i}]"), "set `query`, `metric` or both");
+            return problem(format!("{field}[{i}]"), "set `query`, `metric` or both");
         }
     }
+    Ok(())
+}
+
+/// `after_action`: its series as `metrics[]`'s, its logs naming a workload.
+fn validate_after_action(spec: &ScenarioSpec) -> Result<(), Problem> {
+    let Some(after) = &spec.after_action else {
+        return Ok(());
+    };
+    validate_metrics("after_action.metrics", &after.metrics)?;
+    for (i, log) in after.logs.iter().enumerate() {
+        if log.workload.trim().is_empty() {
+            return problem(
+                format!("after_action.logs[{i}].workload"),
+                "must name the Deployment, StatefulSet, DaemonSet or ReplicaSet of the new pods",
+            );
+        }
+    }
+    Ok(())
+}
+
+fn validate_telemetry(spec: &ScenarioSpec) -> Result<(), Problem> {
+    validate_metrics("metrics", &spec.metrics)?;
+    validate_after_action(spec)?;
     for (i, stream) in spec.log_streams.iter().enumerate() {
         if stream.query.is_none() && stream.labels.is_empty() {
             return problem(format!("log_streams[{i}]"), "set `query`, `labels` or both");

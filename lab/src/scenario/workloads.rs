@@ -33,6 +33,13 @@ pub struct DeploymentSpec {
     pub conditions: Vec<ConditionSpec>,
     #[serde(default)]
     pub paused: bool,
+    /// Run time only: `metadata.generation` once a write changed the spec (default: the number
+    /// of revisions).
+    #[serde(skip)]
+    pub generation: Option<u64>,
+    /// Run time only: when a write last changed the spec (the conditions' last update).
+    #[serde(skip)]
+    pub changed: Option<RelTime>,
 }
 
 fn one() -> u32 {
@@ -48,6 +55,20 @@ pub struct RevisionSpec {
     /// `kubernetes.io/change-cause`.
     #[serde(default)]
     pub change_cause: Option<String>,
+    /// Run time only: the `deployment.kubernetes.io/revision` a write gave it (default: its
+    /// position, from 1).
+    #[serde(skip)]
+    pub number: Option<usize>,
+    /// Run time only: its `pod-template-hash`, fixed before a write reorders the revisions.
+    #[serde(skip)]
+    pub hash: Option<String>,
+    /// Run time only: the pod template's annotations (`kubectl.kubernetes.io/restartedAt`).
+    #[serde(skip)]
+    pub template_annotations: BTreeMap<String, String>,
+    /// Run time only: the numbers it had before a rollback made it current again
+    /// (`deployment.kubernetes.io/revision-history`).
+    #[serde(skip)]
+    pub history: Vec<usize>,
 }
 
 /// A Deployment's status counts.
@@ -84,6 +105,12 @@ pub struct StatefulSetSpec {
     pub conditions: Vec<ConditionSpec>,
     #[serde(default)]
     pub volume_claim_templates: Vec<VolumeClaimTemplateSpec>,
+    /// Run time only: `metadata.generation` once a write changed the spec (default 1).
+    #[serde(skip)]
+    pub generation: Option<u64>,
+    /// Run time only: the pod template's annotations (`kubectl.kubernetes.io/restartedAt`).
+    #[serde(skip)]
+    pub template_annotations: BTreeMap<String, String>,
 }
 
 /// A StatefulSet's status.
@@ -131,6 +158,12 @@ pub struct DaemonSetSpec {
     pub status: Option<DaemonSetStatusSpec>,
     #[serde(default)]
     pub conditions: Vec<ConditionSpec>,
+    /// Run time only: `metadata.generation` once a write changed the spec (default 1).
+    #[serde(skip)]
+    pub generation: Option<u64>,
+    /// Run time only: the pod template's annotations (`kubectl.kubernetes.io/restartedAt`).
+    #[serde(skip)]
+    pub template_annotations: BTreeMap<String, String>,
 }
 
 /// A DaemonSet's status.

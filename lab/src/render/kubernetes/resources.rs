@@ -48,7 +48,8 @@ fn objects(
     let namespace = str_arg(args, "namespace");
     match by_kind(api_version, kind) {
         Some(served) => {
-            let items = (served.objects)(&World::new(scenario))
+            let items = served
+                .build(&World::new(scenario))
                 .into_iter()
                 .filter(|o| {
                     !served.namespaced

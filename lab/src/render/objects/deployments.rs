@@ -59,7 +59,20 @@ fn revision_template(world: &World, deployment: &DeploymentSpec, number: usize) 
         .unwrap_or_else(|| json!({"containers": [{"name": container, "image": image}]}))
 }
 
-/// The ReplicaSets of a deployment, oldest revision first.
+/// A pod template's `metadata`: its labels, and its annotations when it has any.
+pub(crate) fn template_metadata(
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Value {
+    let mut metadata = json!({"labels": labels});
+    if !annotations.is_empty() {
+        metadata["annotations"] = json!(annotations);
+    }
+    metadata
+}
+
+/// The ReplicaSets of a deployment, oldest revision first (a revision's number is its position
+/// unless a rollback renumbered it).
 pub(crate) fn replica_sets(world: &World, deployment: &DeploymentSpec) -> Vec<Value> {
     let latest = deployment.revisions.len();
     let older: usize = (1..latest)
@@ -84,15 +97,20 @@ pub(crate) fn replica_sets(world: &World, deployment: &DeploymentSpec) -> Vec<Va
             let ready = ready_count(&pods) + replicas.saturating_sub(listed);
             let mut labels = selector(deployment);
             labels.insert("pod-template-hash".into(), hash.clone());
+            let shown = revision.number.unwrap_or(number);
             let mut annotations = Map::new();
-            annotations.insert("deployment.kubernetes.io/revision".into(), json!(number.to_string()));
+            annotations.insert("deployment.kubernetes.io/revision".into(), json!(shown.to_string()));
+            if !revision.history.is_empty() {
+                let history: Vec<String> = revision.history.iter().map(usize::to_string).collect();
+                annotations.insert("deployment.kubernetes.io/revision-history".into(), json!(history.join(",")));
+            }
             annotations.insert("deployment.kubernetes.io/desired-replicas".into(), json!(deployment.replicas.to_string()));
             if let Some(cause) = &revision.change_cause {
                 annotations.insert("kubernetes.io/change-cause".into(), json!(cause));
             }
             let mut status = Map::new();
             status.insert("replicas".into(), json!(replicas));
-            status.insert("observedGeneration".into(), json!(number));
+            status.insert("observedGeneration".into(), json!(shown));
             insert_count(&mut status, "fullyLabeledReplicas", replicas);
             insert_count(&mut status, "readyReplicas", ready);
             insert_count(&mut status, "availableReplicas", ready);
@@ -112,7 +130,7 @@ pub(crate) fn replica_sets(world: &World, deployment: &DeploymentSpec) -> Vec<Va
                     "replicas": replicas,
                     "selector": {"matchLabels": labels},
                     "template": {
-                        "metadata": {"labels": labels},
+                        "metadata": template_metadata(&labels, &revision.template_annotations),
                         "spec": revision_template(world, deployment, number),
                     },
                 },
@@ -194,7 +212,9 @@ fn default_conditions(world: &World, deployment: &DeploymentSpec, counts: &Count
         },
         progressing,
     ];
-    let since = deployment.revisions.last().map(|r| r.created);
+    let since = deployment
+        .changed
+        .or_else(|| deployment.revisions.last().map(|r| r.created));
     for c in &mut list {
         c.at = since;
     }
@@ -203,8 +223,21 @@ fn default_conditions(world: &World, deployment: &DeploymentSpec, counts: &Count
 
 /// The Deployment object.
 pub(crate) fn deployment_object(world: &World, deployment: &DeploymentSpec) -> Value {
-    let first = deployment.revisions.first().map(|r| world.time(r.created));
-    let generation = deployment.revisions.len();
+    // Created with its oldest revision (a rollback moves an old revision last).
+    let first = deployment
+        .revisions
+        .iter()
+        .map(|r| world.time(r.created))
+        .min();
+    let generation = deployment
+        .generation
+        .unwrap_or(deployment.revisions.len() as u64);
+    let current = deployment.revisions.last();
+    let revision = current
+        .and_then(|r| r.number)
+        .unwrap_or(deployment.revisions.len());
+    let no_annotations = BTreeMap::new();
+    let template_annotations = current.map_or(&no_annotations, |r| &r.template_annotations);
     let selector = selector(deployment);
     let counts = counts(world, deployment);
     let mut status = Map::new();
@@ -231,7 +264,7 @@ pub(crate) fn deployment_object(world: &World, deployment: &DeploymentSpec) -> V
         "revisionHistoryLimit": 10,
         "progressDeadlineSeconds": 600,
         "template": {
-            "metadata": {"labels": selector},
+            "metadata": template_metadata(&selector, template_annotations),
             "spec": revision_template(world, deployment, deployment.revisions.len()),
         },
     });
@@ -247,7 +280,7 @@ pub(crate) fn deployment_object(world: &World, deployment: &DeploymentSpec) -> V
             "uid": k8s_hash(&format!("uid/{}", deployment.name), 16),
             "generation": generation,
             "creationTimestamp": first.map(rfc3339),
-            "annotations": {"deployment.kubernetes.io/revision": generation.to_string()},
+            "annotations": {"deployment.kubernetes.io/revision": revision.to_string()},
             "labels": {"app": deployment.name},
         },
         "spec": spec,

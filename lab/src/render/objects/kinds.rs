@@ -28,11 +28,31 @@ pub struct Kind {
     /// The REST resource, e.g. `deployments`.
     pub plural: &'static str,
     pub namespaced: bool,
-    /// Every object of the kind, in scenario order.
+    /// Every object of the kind, in scenario order, as built from the world (see
+    /// [`Kind::build`] for them as served).
     pub objects: fn(&World) -> Vec<Value>,
 }
 
 impl Kind {
+    /// Every object of the kind as served: built, with its resourceVersion and the annotations
+    /// clients applied (events keep their own).
+    pub fn build(&self, world: &World) -> Vec<Value> {
+        let mut objects = (self.objects)(world);
+        if self.kind != "Event" {
+            for object in &mut objects {
+                super::stamp(world, self.kind, object);
+            }
+        }
+        objects
+    }
+
+    /// The API group (`apps`; empty for the core group).
+    pub fn group(&self) -> &'static str {
+        self.api_version
+            .split_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
     /// `deployments.apps`, `pods`: how Kubernetes names the resource in errors.
     pub fn qualified(&self) -> String {
         match self.api_version.split_once('/') {

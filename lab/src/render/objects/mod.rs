@@ -4,7 +4,8 @@
 //! these as YAML; the fake Kubernetes API serves them as JSON.
 //!
 //! One module per kind family; [`kinds`] is the table of every served kind (apiVersion, kind,
-//! REST resource, scope, builder) that both the tools and the fake API look kinds up in.
+//! REST resource, scope, builder) that both the tools and the fake API look kinds up in;
+//! `versions` stamps what writes left on each object (resourceVersion, applied annotations).
 
 mod autoscaling;
 mod batch;
@@ -20,6 +21,7 @@ mod nodes;
 mod pods;
 mod revisions;
 mod storage;
+mod versions;
 mod workloads;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -28,10 +30,13 @@ use serde_json::{Map, Value, json};
 use super::world::World;
 use crate::scenario::ConditionSpec;
 
+pub(crate) use deployments::replica_sets;
 pub(crate) use events::event_object;
 pub use kinds::{KINDS, Kind};
 pub use nodes::KUBELET_VERSION;
-pub(crate) use pods::{init_finished, pod_object};
+pub(crate) use pods::{init_finished, pod_active, pod_object, pod_ready};
+pub(crate) use versions::{key_of, stamp};
+pub(crate) use workloads::{daemonset_object, statefulset_object};
 
 pub(crate) fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)

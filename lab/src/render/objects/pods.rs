@@ -453,11 +453,16 @@ pub(crate) fn pod_object(world: &World, pod: &PodSpec) -> Value {
     if !owners.is_empty() {
         metadata.insert("ownerReferences".into(), Value::Array(owners));
     }
-    json!({
+    if !pod.annotations.is_empty() {
+        metadata.insert("annotations".into(), json!(pod.annotations));
+    }
+    let mut object = json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
         "spec": spec,
         "status": status,
-    })
+    });
+    super::stamp(world, "Pod", &mut object);
+    object
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
+use super::deployments::template_metadata;
 use super::pods::{pod_active, pod_ready};
 use super::{conditions, insert_count, insert_some, k8s_hash, rfc3339, template_spec, uid};
 use crate::render::world::World;
@@ -60,19 +61,31 @@ fn created(world: &World, pods: &[&PodSpec]) -> DateTime<Utc> {
         .unwrap_or(world.scenario.alert_at)
 }
 
+/// Who a workload is: kind, namespace, name, and its `metadata.generation`.
+struct Identity<'a> {
+    kind: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    generation: u64,
+}
+
 fn metadata(
     world: &World,
-    kind: &str,
-    namespace: &str,
-    name: &str,
+    who: &Identity,
     labels: &BTreeMap<String, String>,
     pods: &[&PodSpec],
 ) -> Value {
+    let Identity {
+        kind,
+        namespace,
+        name,
+        generation,
+    } = *who;
     json!({
         "name": name,
         "namespace": namespace,
         "uid": uid(kind, namespace, name),
-        "generation": 1,
+        "generation": generation,
         "creationTimestamp": rfc3339(created(world, pods)),
         "labels": labels,
     })
@@ -91,8 +104,9 @@ pub(crate) fn statefulset_object(world: &World, set: &StatefulSetSpec) -> Value 
         .ready_replicas
         .unwrap_or(pods.iter().filter(|p| pod_ready(p)).count() as u32 + unlisted);
     let revision = format!("{}-{}", set.name, k8s_hash(&set.name, 10));
+    let generation = set.generation.unwrap_or(1);
     let mut status = Map::new();
-    status.insert("observedGeneration".into(), json!(1));
+    status.insert("observedGeneration".into(), json!(generation));
     status.insert("replicas".into(), json!(replicas));
     insert_count(&mut status, "readyReplicas", ready);
     insert_count(&mut status, "availableReplicas", ready);
@@ -142,7 +156,7 @@ pub(crate) fn statefulset_object(world: &World, set: &StatefulSetSpec) -> Value 
         "podManagementPolicy": "OrderedReady",
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
         "template": {
-            "metadata": {"labels": selector},
+            "metadata": template_metadata(&selector, &set.template_annotations),
             "spec": template_spec(&all, set.image.as_deref(), &set.name),
         },
     });
@@ -152,7 +166,7 @@ pub(crate) fn statefulset_object(world: &World, set: &StatefulSetSpec) -> Value 
     json!({
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": metadata(world, "StatefulSet", &set.namespace, &set.name, &selector, &all),
+        "metadata": metadata(world, &Identity { kind: "StatefulSet", namespace: &set.namespace, name: &set.name, generation }, &selector, &all),
         "spec": spec,
         "status": status,
     })
@@ -171,8 +185,9 @@ pub(crate) fn daemonset_object(world: &World, set: &DaemonSetSpec) -> Value {
     let ready = given
         .number_ready
         .unwrap_or(pods.iter().filter(|p| pod_ready(p)).count() as u32 + unlisted);
+    let generation = set.generation.unwrap_or(1);
     let mut status = Map::new();
-    status.insert("observedGeneration".into(), json!(1));
+    status.insert("observedGeneration".into(), json!(generation));
     status.insert("desiredNumberScheduled".into(), json!(desired));
     status.insert(
         "currentNumberScheduled".into(),
@@ -205,13 +220,13 @@ pub(crate) fn daemonset_object(world: &World, set: &DaemonSetSpec) -> Value {
     json!({
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": metadata(world, "DaemonSet", &set.namespace, &set.name, &selector, &all),
+        "metadata": metadata(world, &Identity { kind: "DaemonSet", namespace: &set.namespace, name: &set.name, generation }, &selector, &all),
         "spec": {
             "selector": {"matchLabels": selector},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
             "revisionHistoryLimit": 10,
             "template": {
-                "metadata": {"labels": selector},
+                "metadata": template_metadata(&selector, &set.template_annotations),
                 "spec": template_spec(&all, set.image.as_deref(), &set.name),
             },
         },
