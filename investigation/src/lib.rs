@@ -11,7 +11,8 @@
 //! - [`investigate`](mod@investigate): the fixed steps through an [`tools::EvidenceSource`],
 //!   evidence `E1…`, then the [`detectors`] that turn evidence into cited findings.
 //! - [`recall`](mod@recall): similar past incidents in Postgres (full text + identifiers).
-//! - [`summarise`](mod@summarise) and [`next_steps`]: the report from templates.
+//! - [`summarise`](mod@summarise) and [`next_steps`]: the report from templates; [`propose`]: the
+//!   one reversible action its verified cause may offer, for a person to approve.
 //! - [`judge`](mod@judge): every claim's quote occurs in the evidence it cites, and "confirmed"
 //!   only for a detector-verified cause; the verdict. [`ask`](mod@ask): up to three questions,
 //!   typed; [`answers`]: people's replies read against them, in their own words; [`steer`]:
@@ -69,6 +70,7 @@ pub mod model_run;
 pub mod next_steps;
 pub mod plan;
 pub mod prior;
+pub mod propose;
 pub mod recall;
 pub mod render;
 pub mod report;

@@ -11,6 +11,7 @@ use crate::detectors::{Confidence, Kind};
 use crate::evidence::EvidenceId;
 use crate::missing::Missing;
 use crate::prior::PriorIncident;
+use crate::propose::Proposal;
 use firstline_model::Question;
 
 /// What `summarise` wrote.
@@ -42,6 +43,11 @@ pub struct Report {
     /// The reply says so with the evidence and proposes nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<Cause>,
+    /// The one reversible action the headline's verified cause supports, if any
+    /// ([`crate::propose`]). Not part of the text: the worker shows it as buttons when actions
+    /// are enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<Proposal>,
 }
 
 impl Report {

@@ -12,7 +12,9 @@
 //!   it; claims quote the detector's verbatim lines;
 //! - observations: symptoms, consequences and context outside every chain;
 //! - what is missing, next steps from the chains' payloads ([`super::next_steps`]), similar
-//!   past incidents.
+//!   past incidents;
+//! - the proposal: at most one reversible action the headline's verified cause supports
+//!   ([`super::propose`]), kept out of the text (the worker shows it as buttons).
 //!
 //! When a cause is confirmed, unverified suspicions other than a deploy inside the window are
 //! left out of the post (they stay in the findings): a warning line next to the real cause is
@@ -31,6 +33,7 @@ use crate::explain::{Chain, Explanation, explain};
 use firstline_alert::AlertStatus;
 
 use super::next_steps::next_steps;
+use super::propose::propose;
 use super::report::{Cause, Claim, Report};
 use super::state::{AlertInput, IncidentState, IncidentUpdate};
 use crate::catalogue;
@@ -119,6 +122,7 @@ pub fn build_report(state: &IncidentState) -> Report {
         similar: state.prior_incidents.clone(),
         heartbeat: None,
         recovered,
+        proposal: propose(&story, &state.findings, evidence, &state.alert.target),
     }
 }
 

@@ -31,6 +31,8 @@ mod pods;
 mod stated;
 pub mod target;
 mod telemetry;
+
+pub use telemetry::alert_expression;
 pub mod walk;
 
 use std::time::Duration;

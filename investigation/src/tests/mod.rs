@@ -11,6 +11,7 @@ mod judging;
 mod model_path;
 mod nodes;
 mod outside;
+mod proposals;
 mod recall_db;
 mod strongest;
 

@@ -503,6 +503,197 @@ impl RoundTools {
     }
 }
 
+/// What a write-capable tool call came to. Unlike a read, whether it may have changed something
+/// matters: a write that was never sent can be reported as such, one whose answer was lost must
+/// be checked against the object before anything is sent again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// The server answered without error: its answer.
+    Applied(String),
+    /// The server refused (RBAC, a conflict, a validation error): its words. Nothing changed.
+    Refused(String),
+    /// Never sent: not on the allowlist, not configured, or the server could not be reached.
+    NotSent(String),
+    /// Sent, and no answer came back (a timeout, a broken transport): it may have been applied.
+    Unknown(String),
+}
+
+impl RoundTools {
+    /// Sends one write (`tool` with `args`) to `server` through its allowlist, bounded and
+    /// audited (action `tool_write`). Its answer is stored under the scope's digest, so a retry
+    /// of the same write in the same scope gets the first answer back instead of writing again;
+    /// never served from the in-memory cache reads share.
+    pub async fn write(&self, server: &str, tool: &str, args: Map<String, Value>) -> Written {
+        let span = tracing::info_span!("tool.write", server, tool);
+        self.write_inner(server, tool, args).instrument(span).await
+    }
+
+    /// Reads through `tool` on `server` as the server answered: unredacted and uncached, for a
+    /// write computed from the object (a redacted value written back would destroy it). The
+    /// text is never stored or logged by this layer; the call is audited (`tool_read_raw`).
+    /// `Err`: why nothing was read (a tool error keeps the server's words).
+    pub async fn read_raw(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<String, String> {
+        let span = tracing::info_span!("tool.read_raw", server, tool);
+        async {
+            let inner = &self.tools.inner;
+            let shown_args = redact_args(&Value::Object(args.clone()));
+            let Some(connection) = inner.servers.get(server) else {
+                return Err(format!("no MCP server named `{server}` is configured"));
+            };
+            if !connection.spec.allow.contains(tool) {
+                return Err(format!(
+                    "tool `{tool}` on MCP server `{server}` is not on its allowlist"
+                ));
+            }
+            let started = Instant::now();
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let outcome = connection.call(tool, args).await;
+            let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+            let (audited, read) = match outcome {
+                Ok(result) if result.is_error == Some(true) => (
+                    "error",
+                    Err(tool_error_reason(server, tool, &result_text(&result))),
+                ),
+                Ok(result) => ("ok", Ok(result_text(&result))),
+                Err(CallFailure::Timeout(limit)) => (
+                    "timeout",
+                    Err(format!(
+                        "`{tool}` on MCP server `{server}` did not answer within {} s",
+                        limit.as_secs()
+                    )),
+                ),
+                Err(CallFailure::Unavailable(reason) | CallFailure::NoSuchTool(reason)) => {
+                    ("error", Err(reason))
+                }
+                Err(CallFailure::Protocol(reason)) => (
+                    "error",
+                    Err(format!(
+                        "`{tool}` on MCP server `{server}` failed: {reason}"
+                    )),
+                ),
+            };
+            self.audit(
+                "tool_read_raw",
+                server,
+                tool,
+                audited,
+                Some(duration_ms),
+                json!({"args": shown_args}),
+            )
+            .await;
+            read
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn write_inner(&self, server: &str, tool: &str, args: Map<String, Value>) -> Written {
+        let inner = &self.tools.inner;
+        let args = Value::Object(args);
+        let shown_args = redact_args(&args);
+        let Some(connection) = inner.servers.get(server) else {
+            return Written::NotSent(format!("no MCP server named `{server}` is configured"));
+        };
+        if !connection.spec.allow.contains(tool) {
+            self.audit(
+                "tool_write",
+                server,
+                tool,
+                "refused",
+                None,
+                json!({"args": shown_args}),
+            )
+            .await;
+            return Written::NotSent(format!(
+                "tool `{tool}` on MCP server `{server}` is not on its allowlist, so it was not called"
+            ));
+        }
+        let digest = self.scope.digest(server, tool, &args);
+        if let Some(pool) = inner.pool.as_ref()
+            && let Some(hit) = record::cached(pool, &digest).await
+        {
+            self.audit(
+                "tool_write",
+                server,
+                tool,
+                "cached",
+                Some(0),
+                json!({"args": shown_args, "source": "tool_cache"}),
+            )
+            .await;
+            return if hit.is_error {
+                Written::Refused(hit.result)
+            } else {
+                Written::Applied(hit.result)
+            };
+        }
+        let Value::Object(arg_map) = args else {
+            return Written::NotSent("tool arguments must be a JSON object".into());
+        };
+        let started = Instant::now();
+        let fetched_at = Utc::now();
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let outcome = connection.call(tool, arg_map).await;
+        let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+        let written = match outcome {
+            Ok(result) => {
+                let is_error = result.is_error == Some(true);
+                let text = clean(&result_text(&result), connection.spec.max_result_bytes);
+                if let Some(pool) = inner.pool.as_ref() {
+                    record::store(
+                        pool,
+                        &digest,
+                        server,
+                        tool,
+                        &shown_args,
+                        is_error,
+                        &text.text,
+                        fetched_at,
+                    )
+                    .await;
+                }
+                if is_error {
+                    Written::Refused(text.text)
+                } else {
+                    Written::Applied(text.text)
+                }
+            }
+            Err(CallFailure::Unavailable(reason) | CallFailure::NoSuchTool(reason)) => {
+                Written::NotSent(reason)
+            }
+            Err(CallFailure::Timeout(limit)) => Written::Unknown(format!(
+                "`{tool}` on MCP server `{server}` did not answer within {} s",
+                limit.as_secs()
+            )),
+            Err(CallFailure::Protocol(reason)) => Written::Unknown(format!(
+                "`{tool}` on MCP server `{server}` failed mid-call: {reason}"
+            )),
+        };
+        let (outcome, said) = match &written {
+            Written::Applied(text) => ("ok", text),
+            Written::Refused(text) => ("error", text),
+            Written::NotSent(reason) => ("not_sent", reason),
+            Written::Unknown(reason) => ("unknown", reason),
+        };
+        tracing::info!(duration_ms, outcome, "write sent");
+        self.audit(
+            "tool_write",
+            server,
+            tool,
+            outcome,
+            Some(duration_ms),
+            json!({"args": shown_args, "answer": firstline_model::text::prefix(said, 2000)}),
+        )
+        .await;
+        written
+    }
+}
+
 /// A tool's own error, as missing evidence: the text it returned is what to act on.
 fn tool_error_reason(server: &str, tool: &str, text: &str) -> String {
     let text = text.trim();

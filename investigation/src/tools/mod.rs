@@ -194,5 +194,5 @@ mod record;
 mod setup;
 pub mod template;
 
-pub use mcp::{CallScope, ListedTool, McpTools, RoundTools};
+pub use mcp::{CallScope, ListedTool, McpTools, RoundTools, Written};
 pub use setup::ToolConfigError;
