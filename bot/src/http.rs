@@ -1,6 +1,6 @@
 //! The Events API endpoint (`POST /slack/events`), the interactivity endpoint (`POST
-//! /slack/interactivity`: clicks on a question's choices, form-encoded `payload=…`, verified the
-//! same way), the slash command endpoint (`POST /slack/commands`: `/firstline`, form-encoded,
+//! /slack/interactivity`: clicks on a question's choices, a reply's feedback or a proposed
+//! action's Approve / Reject, form-encoded `payload=…`, verified the same way), the slash command endpoint (`POST /slack/commands`: `/firstline`, form-encoded,
 //! answered with a private message), plus `/healthz` and `/metrics` (which a Socket Mode bot
 //! serves alone: [`operations_router`]).
 //!
@@ -148,6 +148,7 @@ async fn events(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Stri
                     | Handled::Resolved { .. }
                     | Handled::Duplicate
                     | Handled::Feedback { .. }
+                    | Handled::Decided { .. }
                     | Handled::Ignored(_),
                 ) => StatusCode::OK.into_response(),
                 Err(e) => {

@@ -1,10 +1,15 @@
 //! Slack interactions: a click on one of a question's choices (a button, a select, Yes/No) or
-//! text typed into its "something else" box, or on a reply's feedback buttons ("Helpful",
-//! "Wrong cause") — `block_actions`, from the HTTP interactivity endpoint or a Socket Mode
-//! `interactive` envelope, both verified like events before they reach this module.
+//! text typed into its "something else" box, on a reply's feedback buttons ("Helpful",
+//! "Wrong cause"), or on a proposed action's Approve / Reject — `block_actions`, from the HTTP
+//! interactivity endpoint or a Socket Mode `interactive` envelope, both verified like events
+//! before they reach this module.
 //!
 //! Feedback is bound the same way to the round whose reply it was clicked on, and stored once
 //! per person per round (`round_feedback`), not as a message.
+//!
+//! Approve / Reject ([`DecisionClick`]) is bound to the action in its `block_id`
+//! ([`ActionBlock`]) and to the exact change shown, by the hash in the button's value; whether
+//! it decides anything is [`crate::approval`]'s to say.
 //!
 //! A click is bound to what it was rendered for: its `block_id` names the round and question
 //! ([`AnswerBlock`]), the message it came from must be that round's posted reply and the round
@@ -13,7 +18,7 @@
 //! message, of kind `answer`, with the action's `action_ts` as its ts: a click delivered twice
 //! is stored once, and it wakes the round only while the thread awaits an answer.
 
-use firstline_model::{AnswerBlock, FeedbackBlock, ThreadKey, Verdict};
+use firstline_model::{ActionBlock, AnswerBlock, Decision, FeedbackBlock, ThreadKey, Verdict};
 use serde_json::Value;
 
 use crate::message::{Incoming, Kind};
@@ -39,6 +44,26 @@ pub enum Interaction {
     Feedback(FeedbackClick),
     /// The "Wrong cause" dialog, submitted: the right cause as the person wrote it.
     RightCause(RightCause),
+    /// Approve or Reject on a proposed action.
+    Decision(DecisionClick),
+}
+
+/// A click on a proposed action's Approve or Reject button.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionClick {
+    pub thread: ThreadKey,
+    /// The message the buttons are in: the round's reply that shows the action.
+    pub message_ts: String,
+    /// `actions.id`, from the block's id.
+    pub action_id: i64,
+    pub decision: Decision,
+    /// The hash of the change the button was rendered for (sha256, lowercase hex).
+    pub hash: String,
+    pub user: String,
+    /// When Slack says the click happened.
+    pub action_ts: Option<String>,
+    pub trigger_id: Option<String>,
+    pub response_url: Option<String>,
 }
 
 /// The "Wrong cause" dialog's answer.
@@ -94,10 +119,22 @@ pub enum NotAnAnswer {
     Type(String),
     #[error("an interaction without {0}")]
     Incomplete(&'static str),
-    #[error("an action on a block that is not a question's or a reply's feedback (`{0}`)")]
+    #[error(
+        "an action on a block that is not a question's, a reply's feedback or a proposed action's (`{0}`)"
+    )]
     OtherBlock(String),
     #[error("`{0}` is not a verdict")]
     NoVerdict(String),
+    #[error("`{0}` is not a decision (`approve:` or `reject:` and the change's sha256)")]
+    NoDecision(String),
+}
+
+/// Whether `hash` looks like a change's hash: sha256 in lowercase hex.
+fn is_change_hash(hash: &str) -> bool {
+    hash.len() == 64
+        && hash
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The click a `block_actions` payload carries.
@@ -164,6 +201,24 @@ pub fn read(payload: &Value) -> Result<Interaction, NotAnAnswer> {
             user,
             verdict: Verdict::parse(&value).ok_or(NotAnAnswer::NoVerdict(value))?,
             trigger_id: text("/trigger_id").ok(),
+        }));
+    }
+    if let Some(block) = ActionBlock::parse(block_id) {
+        let (decision, hash) = ActionBlock::parse_value(&value)
+            .filter(|(_, hash)| is_change_hash(hash))
+            .ok_or_else(|| {
+                NotAnAnswer::NoDecision(firstline_model::text::prefix(&value, 80).to_string())
+            })?;
+        return Ok(Interaction::Decision(DecisionClick {
+            thread,
+            message_ts,
+            action_id: block.action_id,
+            decision,
+            hash: hash.to_string(),
+            user,
+            action_ts: text("/actions/0/action_ts").ok(),
+            trigger_id: text("/trigger_id").ok(),
+            response_url: text("/response_url").ok(),
         }));
     }
     let block = AnswerBlock::parse(block_id)

@@ -28,3 +28,6 @@ pub const REDACTIONS: &str = "firstline_bot_redactions_total";
 /// Counter: people's verdicts on a round's reply, by `verdict` (helpful, wrong); a repeated click
 /// counts once.
 pub const FEEDBACK: &str = "firstline_round_feedback_total";
+/// Counter: clicks on a proposed action's Approve / Reject, by `outcome` (recorded_approve,
+/// recorded_reject, not_allowed, already_decided, expired, other_change, unknown, disabled).
+pub const ACTION_DECISIONS: &str = "firstline_action_decisions_total";

@@ -4,19 +4,21 @@
 //! A ✅ `reaction_added` is the one non-message event processed: it may resolve a thread, in its
 //! own bounded transaction, before the ack ([`crate::resolution`]). Side effects that are not
 //! part of the record (the 👀 reaction) run after commit, off the ack path.
+//! Approve / Reject on a proposed action is decided by [`crate::approval`] within the same
+//! deadline; who decided, or why nothing was, is shown after the ack.
 
+use crate::approval::{self, Approvals, Outcome};
 use crate::classify::{Classifier, Skip};
 use crate::command;
 use crate::ingest::Recorded;
 use crate::ingest::writer::{WriteError, Writer, WriterConfig};
-use crate::interaction::{self, FeedbackClick, Interaction, RightCause};
+use crate::interaction::{self, DecisionClick, FeedbackClick, Interaction, RightCause};
 use crate::message::{Incoming, Kind};
 use crate::metrics as names;
 use crate::reactions::{ReactTo, Touch};
 use crate::resolution;
-use firstline_model::ThreadKey;
-use firstline_model::Verdict;
 use firstline_model::reactions::{CHECK_MARK, EYES};
+use firstline_model::{Decision, ThreadKey, Verdict};
 use firstline_slack::SlackApi;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -45,6 +47,8 @@ pub enum Handled {
     Duplicate,
     /// A person's verdict on a round's reply, stored (`changed`: it was new or different).
     Feedback { round_id: i64, changed: bool },
+    /// A person's decision on a proposed action, recorded (the first and only one).
+    Decided { action_id: i64, decision: Decision },
     /// Not a message (reaction, unknown event type, …): acknowledged, not stored.
     Ignored(String),
 }
@@ -85,6 +89,7 @@ struct Inner {
     classifier: Classifier,
     timeout: Duration,
     touches: Option<Touches>,
+    approvals: Approvals,
 }
 
 /// Where the pipeline queues what it does to Slack after a commit, and the Web API it posts a
@@ -100,13 +105,15 @@ pub struct Touches {
 impl Pipeline {
     /// A pipeline writing to `pool` in batches as `batching` says (starts the writer on the
     /// current runtime). `touches`, when given, receives every new mention's reaction (when
-    /// they react) and every answered question's edit.
+    /// they react), every answered question's and decided action's edit, and every refused
+    /// decision's explanation. `approvals` decides Approve / Reject clicks.
     pub fn new(
         pool: PgPool,
         classifier: Classifier,
         timeout: Duration,
         batching: WriterConfig,
         touches: Option<Touches>,
+        approvals: Approvals,
     ) -> Self {
         let writer = Writer::spawn(pool.clone(), classifier.bot_user_id().to_string(), batching);
         Self {
@@ -116,6 +123,7 @@ impl Pipeline {
                 classifier,
                 timeout,
                 touches,
+                approvals,
             }),
         }
     }
@@ -227,6 +235,7 @@ impl Pipeline {
     /// Handles one interaction payload (`block_actions`): a click or typed answer bound to the
     /// round and question it was rendered for is recorded like a message and wakes the round
     /// while the thread awaits an answer; the reply is then edited to show who answered what.
+    /// Approve / Reject on a proposed action is decided by [`crate::approval`].
     /// Anything else — another interaction, a click on a stale or forged block, a value the
     /// question did not offer — is acknowledged and changes nothing. `Ok` means: ack it.
     #[tracing::instrument(
@@ -246,6 +255,7 @@ impl Pipeline {
             Ok(Interaction::Answer(click)) => click,
             Ok(Interaction::Feedback(feedback)) => return self.handle_feedback(&feedback).await,
             Ok(Interaction::RightCause(right)) => return self.handle_right_cause(&right).await,
+            Ok(Interaction::Decision(click)) => return self.handle_decision(&click, payload).await,
             Err(e) => return refuse(e.to_string()),
         };
         let span = tracing::Span::current();
@@ -301,6 +311,73 @@ impl Pipeline {
                     kind: Kind::Answer,
                     resolved,
                 })
+            }
+        }
+    }
+
+    /// Approve / Reject: decided at most once ([`Approvals::decide`], within the ingest
+    /// deadline, in the click's trace so the round's wake-up continues it). Recorded, the reply
+    /// shows who decided in place of the buttons; refused, the clicker alone is told why. Both
+    /// after the ack.
+    async fn handle_decision(
+        &self,
+        click: &DecisionClick,
+        payload: &Value,
+    ) -> Result<Handled, IngestError> {
+        let traceparent = crate::trace::current_traceparent();
+        let outcome = tokio::time::timeout(
+            self.inner.timeout,
+            self.inner
+                .approvals
+                .decide(&self.inner.pool, click, traceparent),
+        )
+        .await
+        .map_err(|_| IngestError::Timeout(self.inner.timeout))??;
+        metrics::counter!(names::ACTION_DECISIONS, "outcome" => outcome.label(click.decision))
+            .increment(1);
+        match outcome {
+            Outcome::Recorded(row) => {
+                tracing::info!(
+                    action_id = click.action_id,
+                    decision = click.decision.as_str(),
+                    user = %click.user,
+                    "decision recorded; the round wakes"
+                );
+                let line = approval::tell::decided_line(&row);
+                if let (Some(touches), Some(blocks)) = (
+                    &self.inner.touches,
+                    approval::tell::decided_blocks(payload, click.action_id, &line),
+                ) {
+                    let _ = touches.queue.try_send(Touch::ShowDecision {
+                        channel: click.thread.channel_id.clone(),
+                        ts: click.message_ts.clone(),
+                        text: approval::tell::decided_text(&row),
+                        blocks,
+                    });
+                }
+                Ok(Handled::Decided {
+                    action_id: click.action_id,
+                    decision: click.decision,
+                })
+            }
+            Outcome::Refused(refusal) => {
+                let reason = format!(
+                    "{} on action {} decided nothing: {}",
+                    click.decision.as_str(),
+                    click.action_id,
+                    refusal.label()
+                );
+                metrics::counter!(names::EVENTS, "outcome" => "refused").increment(1);
+                tracing::info!(user = %click.user, %reason, "interaction acknowledged, not recorded");
+                if let Some(touches) = &self.inner.touches {
+                    let _ = touches.queue.try_send(Touch::Tell {
+                        channel: click.thread.channel_id.clone(),
+                        thread_ts: click.thread.thread_ts.clone(),
+                        user: click.user.clone(),
+                        text: approval::tell::refusal(&refusal, click),
+                    });
+                }
+                Ok(Handled::Ignored(reason))
             }
         }
     }

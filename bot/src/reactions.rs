@@ -1,6 +1,7 @@
 //! What the bot does to Slack after a commit, off the ack path: the reaction on a recorded
 //! mention (👀, or ✅ when it resolved its thread), a question's reply edited to show who
-//! answered what, and the "Wrong cause" dialog opened. A background task fed by the pipeline, so a slow or failing Slack never delays
+//! answered what, a proposed action's buttons replaced by who decided it, a refused click
+//! explained to the person alone, and the "Wrong cause" dialog opened. A background task fed by the pipeline, so a slow or failing Slack never delays
 //! an ack. Best effort: a failure is logged, not retried (the message is already recorded and its
 //! round queued).
 
@@ -36,6 +37,22 @@ pub enum Touch {
         trigger_id: String,
         view: Value,
     },
+    /// Replace the blocks of the reply `ts` in `channel`: a proposed action was decided.
+    ShowDecision {
+        channel: String,
+        ts: String,
+        /// The notification fallback.
+        text: String,
+        blocks: Value,
+    },
+    /// Show `text` to `user` alone, in `thread_ts`'s thread of `channel`: why their click
+    /// changed nothing.
+    Tell {
+        channel: String,
+        thread_ts: String,
+        user: String,
+        text: String,
+    },
 }
 
 /// Does each touch received on `requests` until `cancel` fires or the senders are gone.
@@ -69,6 +86,29 @@ pub async fn run(
                     .await;
                 if let Err(e) = updated {
                     tracing::warn!(%channel, %ts, error = %e, "could not show who answered");
+                }
+            }
+            Touch::ShowDecision {
+                channel,
+                ts,
+                text,
+                blocks,
+            } => {
+                if let Err(e) = api.update_message(&channel, &ts, &text, Some(blocks)).await {
+                    tracing::warn!(%channel, %ts, error = %e, "could not show the decision");
+                }
+            }
+            Touch::Tell {
+                channel,
+                thread_ts,
+                user,
+                text,
+            } => {
+                let told = api
+                    .post_ephemeral(&channel, &user, Some(&thread_ts), &text)
+                    .await;
+                if let Err(e) = told {
+                    tracing::warn!(%channel, %user, error = %e, "could not tell why a click changed nothing");
                 }
             }
             Touch::OpenView { trigger_id, view } => {

@@ -434,7 +434,11 @@ pub async fn resolve_thread(
     .fetch_optional(&mut *conn)
     .await?;
     let (latest, grounded) = rounds::latest_outlines(conn, thread_id).await?;
-    let draft = IncidentDraft::build(alert.as_deref(), latest.as_ref(), grounded.as_ref(), by);
+    let mut draft = IncidentDraft::build(alert.as_deref(), latest.as_ref(), grounded.as_ref(), by);
+    // What was done about it, so that recall offers it the next time.
+    if let Some(acted) = action_taken(conn, thread_id).await? {
+        draft.resolution = format!("{}; {acted}", draft.resolution);
+    }
     let incident = NewIncident {
         thread_id,
         team_id: resolved.key.team_id.clone(),
@@ -542,6 +546,36 @@ impl IncidentDraft {
             resolution,
         }
     }
+}
+
+/// The thread's latest executed action in one line: what it did, who approved it, and whether
+/// the alert recovered after it.
+async fn action_taken(
+    conn: &mut PgConnection,
+    thread_id: i64,
+) -> Result<Option<String>, sqlx::Error> {
+    let row: Option<(
+        sqlx::types::Json<firstline_model::Action>,
+        Option<String>,
+        Option<bool>,
+    )> = sqlx::query_as(
+        "SELECT action, decided_by, (verification ->> 'recovered')::boolean FROM actions
+              WHERE thread_id = $1 AND state = 'executed' ORDER BY id DESC LIMIT 1",
+    )
+    .bind(thread_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map(|(action, by, recovered)| {
+        let by = by
+            .map(|u| format!(" (approved by <@{u}>)"))
+            .unwrap_or_default();
+        let outcome = match recovered {
+            Some(true) => "the alert recovered after it",
+            Some(false) => "the alert did not recover after it",
+            None => "not verified",
+        };
+        format!("action taken: {}{by}; {outcome}", action.0.title())
+    }))
 }
 
 /// `s` trimmed, unless it is empty.

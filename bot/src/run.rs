@@ -2,6 +2,7 @@
 //! Socket Mode), the reaction task, the two relays and the outbox's retention, all stopped by one
 //! cancellation token.
 
+use crate::approval::Approvals;
 use crate::classify::Classifier;
 use crate::ingest::writer::WriterConfig;
 use crate::pipeline::{Pipeline, Touches};
@@ -157,6 +158,7 @@ pub async fn start(
                     .unwrap_or(usize::MAX),
             },
             touches,
+            Approvals::new(settings.actions.clone(), api.clone()),
         );
         match slack.mode {
             SlackMode::Http => {

@@ -3,7 +3,8 @@
 //!
 //! After the envelope, events take the same [`Pipeline`] as the Events API, and dedupe on
 //! `event_id` covers redelivered envelopes; `interactive` envelopes (clicks on a question's
-//! choices) take the pipeline's interaction path, deduped on the action's ts, and
+//! choices, Approve / Reject) take the pipeline's interaction path, deduped on the action's ts
+//! (a decision: on the action's state), and
 //! `slash_commands` envelopes the command path, answered in the ack. The ack goes out when the callback returns, so the
 //! callback does only the bounded recording transaction (`bot.ingest_timeout_ms`); reactions and
 //! relays happen elsewhere. If recording fails, no ack is sent and Slack redelivers

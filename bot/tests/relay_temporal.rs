@@ -1,6 +1,8 @@
 //! The wake relay against the shared Temporal dev server: signal-with-start of `incident_round`
-//! with the thread's workflow id, a second mention signalling the same open run, and a (private)
-//! Temporal server stopped while a mention arrives: acked, woken after it is started again.
+//! with the thread's workflow id, a second mention signalling the same open run, a decision on a
+//! proposed action signalled to the open run (and to no run at all when none is open: delivered,
+//! never started), and a (private) Temporal server stopped while a mention arrives: acked, woken
+//! after it is started again.
 //!
 //! No worker runs the workflow here (`tests/round.rs` runs the whole path); the server accepting
 //! the call, the execution's id/type/task queue and the `mention` signals in its history are the
@@ -9,8 +11,11 @@
 mod common;
 
 use common::*;
+use firstline_model::{Action, Decision, DecisionSignal};
+use firstline_store::actions::{self, Decided, NewAction};
 use firstline_testkit::private::PrivateServer;
 use std::time::Duration;
+use temporalio_client::errors::WorkflowInteractionError;
 use temporalio_client::{
     Client, ClientOptions, ConnectionOptions, UntypedWorkflow, WorkflowDescribeOptions,
     WorkflowFetchHistoryOptions, WorkflowTerminateOptions,
@@ -50,6 +55,80 @@ async fn mentions(client: &Client, workflow_id: &str) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The `decision` signals in the workflow's history (of every run with that id).
+async fn decisions(client: &Client, workflow_id: &str) -> Vec<DecisionSignal> {
+    let handle = client.get_workflow_handle::<UntypedWorkflow>(workflow_id);
+    let events = handle
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap_or_default();
+    events
+        .into_iter()
+        .filter_map(|e| match e.attributes {
+            Some(Attributes::WorkflowExecutionSignaledEventAttributes(a))
+                if a.signal_name == "decision" =>
+            {
+                let payload = a.input?.payloads.into_iter().next()?;
+                serde_json::from_slice(&payload.data).ok()
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Round `round` of thread `thread_ts` (inserted if new) proposes an action, and `user`'s
+/// `decision` on it is recorded as the bot records a click: with its `wake` outbox row.
+async fn decided(
+    pool: &sqlx::PgPool,
+    thread_ts: &str,
+    round: i32,
+    user: &str,
+    decision: Decision,
+) -> i64 {
+    let thread_id: i64 = sqlx::query_scalar(
+        "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ('T07F1RSTDEV', 'C07INCIDENT', $1)
+         ON CONFLICT (team_id, channel_id, thread_ts) DO UPDATE SET last_activity_at = now()
+         RETURNING id",
+    )
+    .bind(thread_ts)
+    .fetch_one(pool)
+    .await
+    .expect("the thread");
+    let round_id: i64 = sqlx::query_scalar(
+        "INSERT INTO rounds (thread_id, number, workflow_id, run_id, started_at, grounded, result)
+         VALUES ($1, $2, 'w', 'r', now(), true, '{}') RETURNING id",
+    )
+    .bind(thread_id)
+    .bind(round)
+    .fetch_one(pool)
+    .await
+    .expect("the round");
+    let hash = format!("{round:064x}");
+    let action = actions::propose(
+        pool,
+        &NewAction {
+            thread_id,
+            round_id,
+            action: Action::DeletePod {
+                namespace: "shop".into(),
+                name: "checkout-7d9f-abcde".into(),
+            },
+            cause: "checkout-7d9f-abcde is stuck".into(),
+            change: serde_json::json!({"delete": "pod"}),
+            change_hash: hash.clone(),
+            expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
+        },
+    )
+    .await
+    .expect("the proposal");
+    let recorded = actions::decide(pool, action.id, &hash, user, decision, None)
+        .await
+        .expect("the decision");
+    assert!(matches!(recorded, Decided::Recorded(_)), "{recorded:?}");
+    action.id
 }
 
 fn mention(event_id: &str, ts: &str, thread_ts: &str, text: &str) -> String {
@@ -139,6 +218,86 @@ async fn a_mention_signal_with_starts_the_threads_round_and_a_second_signals_the
         .unwrap_or_default();
     assert_eq!(run, first_run, "a mention while the run is open signals it");
     let _ = handle.terminate(WorkflowTerminateOptions::default()).await;
+    bot.stop().await;
+}
+
+#[tokio::test]
+async fn a_decision_is_signalled_to_the_open_round_and_never_starts_one() {
+    let db = firstline_testkit::test_db().await;
+    let s = settings(&db.url);
+    let bot = TestBot::start(&s, INGEST_AND_WAKE).await;
+    let client = client().await;
+
+    // A mention starts the thread's round (no worker runs it: it stays open).
+    let thread = unique_ts();
+    let workflow_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{thread}");
+    let body = mention("Ev07TA000001", &unique_ts(), &thread, "<@U07F1RSTBOT> look");
+    assert_eq!(post_signed(&bot.events_url, &body, 0, &[]).await, 200);
+    firstline_testkit::wait_for("the round started", Duration::from_secs(30), || async {
+        (mentions(&client, &workflow_id).await.len() == 1).then_some(())
+    })
+    .await;
+
+    // An approval recorded: signalled as `decision` to that run, its row marked sent.
+    let approved = decided(&db.pool, &thread, 1, "U07LEAD0001", Decision::Approve).await;
+    firstline_testkit::wait_for("the decision signal", Duration::from_secs(30), || async {
+        let signalled = decisions(&client, &workflow_id).await;
+        (signalled
+            == [DecisionSignal {
+                action_id: approved,
+                decision: Decision::Approve,
+                user: "U07LEAD0001".into(),
+            }])
+        .then_some(())
+    })
+    .await;
+    wait_outbox_drained(&db.pool, "wake", Duration::from_secs(30)).await;
+
+    // A decision in a thread with no round: delivered (nothing waits for it), nothing started.
+    let quiet = unique_ts();
+    let quiet_id = format!("incident-T07F1RSTDEV-C07INCIDENT-{quiet}");
+    decided(&db.pool, &quiet, 1, "U07OUTSIDER", Decision::Reject).await;
+    wait_outbox_drained(&db.pool, "wake", Duration::from_secs(30)).await;
+    let described = client
+        .get_workflow_handle::<UntypedWorkflow>(&quiet_id)
+        .describe(WorkflowDescribeOptions::default())
+        .await;
+    assert!(
+        matches!(described, Err(WorkflowInteractionError::NotFound(_))),
+        "no workflow started for a decision: {described:?}"
+    );
+
+    // The round closed: a later decision is delivered to nothing, and starts nothing.
+    let handle = client.get_workflow_handle::<UntypedWorkflow>(&workflow_id);
+    handle
+        .terminate(WorkflowTerminateOptions::default())
+        .await
+        .expect("terminated");
+    let late = decided(&db.pool, &thread, 2, "U07LEAD0001", Decision::Reject).await;
+    wait_outbox_drained(&db.pool, "wake", Duration::from_secs(30)).await;
+    let (sent, errors): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE sent_at IS NOT NULL), count(*) FILTER (WHERE last_error IS NOT NULL)
+           FROM outbox WHERE action_id = $1 AND kind = 'wake'",
+    )
+    .bind(late)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!((sent, errors), (1, 0), "delivered at the first attempt");
+    let info = handle
+        .describe(WorkflowDescribeOptions::default())
+        .await
+        .expect("describe")
+        .raw_description
+        .workflow_execution_info
+        .expect("execution info");
+    assert_eq!(
+        info.status,
+        temporalio_common::protos::temporal::api::enums::v1::WorkflowExecutionStatus::Terminated
+            as i32,
+        "still the terminated run: no new one"
+    );
+    assert_eq!(decisions(&client, &workflow_id).await.len(), 1);
     bot.stop().await;
 }
 

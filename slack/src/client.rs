@@ -1,6 +1,7 @@
 //! The Slack Web API client the rest of Firstline uses: post a message (text, Block Kit, message
-//! metadata) in a thread, update it, add and remove reactions, read a thread's replies with their
-//! metadata, and `auth.test`.
+//! metadata) in a thread, update it, show a person an ephemeral message, add and remove
+//! reactions, read a thread's replies with their metadata, list a user group's members, and
+//! `auth.test`.
 //!
 //! Every call has a timeout; an HTTP 429 is retried after Slack's `Retry-After` (capped, a few
 //! times) and pushes that channel's pacer back; posts are paced to ~1/s per channel and cut to
@@ -254,6 +255,61 @@ impl SlackApi {
                 method: METHOD,
                 field: "view.id",
             })
+    }
+
+    /// Shows `text` to `user` alone in `channel` (in `thread_ts`'s thread when given):
+    /// `chat.postEphemeral`, e.g. why their click changed nothing. Not paced (it is no post in
+    /// the channel) and cut to Slack's text limit.
+    pub async fn post_ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<(), SlackApiError> {
+        const METHOD: &str = "chat.postEphemeral";
+        let mut request = json!({
+            "channel": channel,
+            "user": user,
+            "text": limits::truncate(text, MAX_TEXT_CHARS),
+        });
+        if let Some(thread_ts) = thread_ts {
+            request["thread_ts"] = json!(thread_ts);
+        }
+        let session = self.client.open_session(&self.token);
+        self.call(METHOD, Some(channel), || {
+            session
+                .http_session_api
+                .http_post::<Value, Value>(METHOD, &request, None)
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// The members of user group `usergroup` (`S…`): `usergroups.users.list` (scope
+    /// `usergroups:read`). A disabled or unknown group is Slack's error, never "no members".
+    pub async fn user_group_members(&self, usergroup: &str) -> Result<Vec<String>, SlackApiError> {
+        const METHOD: &str = "usergroups.users.list";
+        let params: Vec<(&str, Option<String>)> = vec![("usergroup", Some(usergroup.to_string()))];
+        let session = self.client.open_session(&self.token);
+        let response: Value = self
+            .call(METHOD, None, || {
+                session.http_session_api.http_get(METHOD, &params, None)
+            })
+            .await?;
+        let users =
+            response
+                .get("users")
+                .and_then(Value::as_array)
+                .ok_or(SlackApiError::MissingField {
+                    method: METHOD,
+                    field: "users",
+                })?;
+        Ok(users
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect())
     }
 
     /// Adds reaction `name` (e.g. `eyes`) to message `ts`; `already_reacted` counts as success.

@@ -2,7 +2,8 @@
 //! round's reply).
 //!
 //! - [`client`]: the Web API client ([`SlackApi`]): `chat.postMessage` with Block Kit and
-//!   metadata, `chat.update`, reactions, `conversations.replies`, `auth.test`; Slack's errors
+//!   metadata, `chat.update`, `chat.postEphemeral`, reactions, `conversations.replies`,
+//!   `usergroups.users.list`, `auth.test`; Slack's errors
 //!   typed, 429 `Retry-After` honoured, every call with a timeout.
 //! - [`limits`]: Slack's size limits (blocks, section characters) and fitting text into them.
 //! - [`pacer`]: at most one post per second per channel, as Slack asks.

@@ -1,7 +1,8 @@
 //! The Web API client ([`SlackApi`]) against the Slack stand-in on a real socket, no bot
 //! involved: `auth.test`, posts and updates (Block Kit and message metadata included, cut to
 //! Slack's limits), reactions added and removed idempotently, thread replies across cursor pages,
-//! Slack-shaped errors, 429 + `Retry-After` honoured and posts paced per channel.
+//! ephemeral messages shown to one person, user groups' members, Slack-shaped errors, 429 +
+//! `Retry-After` honoured and posts paced per channel.
 
 mod common;
 
@@ -412,5 +413,53 @@ async fn post_message_waits_out_a_429() {
     let thread = slack.workspace().thread(INCIDENTS, &parent).unwrap();
     assert_eq!(thread.len(), 2, "posted once");
     assert_eq!(thread[1].ts, ts);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn ephemerals_reach_one_person_and_user_groups_list_their_members() {
+    let cancel = CancellationToken::new();
+    let slack = standin(&cancel, None).await;
+    let api = api(&slack);
+    let parent = slack.user_says(INCIDENTS, ONCALL_USER, "alert", None);
+    api.post_ephemeral(INCIDENTS, ONCALL_USER, Some(&parent), "only you see this")
+        .await
+        .expect("shown");
+    let shown = slack.ephemerals_for(ONCALL_USER);
+    assert_eq!(shown.len(), 1);
+    assert_eq!(
+        (shown[0].text.as_str(), shown[0].thread_ts.as_deref()),
+        ("only you see this", Some(parent.as_str()))
+    );
+    assert!(slack.ephemerals_for("U07ONCALL02").is_empty());
+    assert_eq!(
+        slack.workspace().thread(INCIDENTS, &parent).unwrap().len(),
+        1,
+        "not a message of the thread"
+    );
+    let err = api
+        .post_ephemeral("C0NOWHERE01", ONCALL_USER, None, "x")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SlackApiError::Api { ref code, .. } if code == "channel_not_found"),
+        "{err}"
+    );
+
+    slack.define_user_group("S07ONCALL01", &[ONCALL_USER, "U07ONCALL02"]);
+    assert_eq!(
+        api.user_group_members("S07ONCALL01").await.unwrap(),
+        [ONCALL_USER, "U07ONCALL02"]
+    );
+    let err = api.user_group_members("S07NOBODY01").await.unwrap_err();
+    assert!(
+        matches!(err, SlackApiError::Api { ref code, .. } if code == "no_such_subteam"),
+        "{err}"
+    );
+    slack.fail_next(
+        "usergroups.users.list",
+        Failure::Error("missing_scope".into()),
+    );
+    assert!(api.user_group_members("S07ONCALL01").await.is_err());
     cancel.cancel();
 }

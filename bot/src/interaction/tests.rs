@@ -155,3 +155,50 @@ fn the_wrong_cause_dialog_submitted_carries_its_round_and_text() {
     other["view"]["callback_id"] = json!("something_else");
     assert!(matches!(read(&other), Err(NotAnAnswer::Type(_))));
 }
+
+#[test]
+fn approve_and_reject_carry_their_action_and_the_hash_of_the_change_shown() {
+    let hash = "a".repeat(64);
+    let block_id = firstline_model::ActionBlock { action_id: 42 }.block_id();
+    let approve = payload(json!({"type": "button", "block_id": block_id,
+        "action_id": "action_approve", "value": format!("approve:{hash}"),
+        "action_ts": "1733140330.000001"}));
+    let Ok(Interaction::Decision(click)) = read(&approve) else {
+        panic!("a decision");
+    };
+    assert_eq!(
+        (click.action_id, click.decision, click.hash.as_str()),
+        (42, firstline_model::Decision::Approve, hash.as_str())
+    );
+    assert_eq!(click.message_ts, "1733140300.000100");
+    assert_eq!(click.thread.thread_ts, "1733140000.000100");
+    assert_eq!(click.user, "U07ONCALL01");
+    assert_eq!(click.action_ts.as_deref(), Some("1733140330.000001"));
+    assert_eq!(click.trigger_id.as_deref(), Some("1.2.3"));
+    let reject = payload(json!({"block_id": block_id, "value": format!("reject:{hash}")}));
+    let Ok(Interaction::Decision(click)) = read(&reject) else {
+        panic!("a decision");
+    };
+    assert_eq!(click.decision, firstline_model::Decision::Reject);
+    assert_eq!(click.action_ts, None, "not needed to decide");
+
+    // Anything but `approve:`/`reject:` and a sha256 is refused, named.
+    for value in [
+        "maybe:".to_string() + &hash,
+        "approve:".to_string(),
+        "approve:not-a-hash".to_string(),
+        format!("approve:{}", "A".repeat(64)),
+        hash.clone(),
+    ] {
+        let odd = payload(json!({"block_id": block_id, "value": value}));
+        assert!(
+            matches!(read(&odd), Err(NotAnAnswer::NoDecision(_))),
+            "{value}: {:?}",
+            read(&odd)
+        );
+    }
+    let no_id = payload(
+        json!({"block_id": block_id.replace("42", "x"), "value": format!("approve:{hash}")}),
+    );
+    assert!(matches!(read(&no_id), Err(NotAnAnswer::OtherBlock(_))));
+}

@@ -28,7 +28,8 @@ impl OutboxKind {
 pub struct OutboxRow {
     /// Row id.
     pub id: i64,
-    /// What to send (a `MessageRecord`, an `IncidentRecord` or a `WakeRecord`).
+    /// What to send (a `MessageRecord`, an `IncidentRecord`, an `ActionRecord`, a `WakeRecord`
+    /// or a `DecisionWake`).
     pub payload: serde_json::Value,
     /// Failed attempts so far.
     pub attempts: i32,

@@ -295,6 +295,19 @@ pub async fn bot_on_standin(
     firstline_testkit::TestDb,
     CancellationToken,
 ) {
+    bot_on_standin_with(mode, |_| {}).await
+}
+
+/// [`bot_on_standin`], its settings changed by `configure` before the bot starts.
+pub async fn bot_on_standin_with(
+    mode: firstline_config::SlackMode,
+    configure: impl FnOnce(&mut Settings),
+) -> (
+    firstline_slack::standin::StandIn,
+    TestBot,
+    firstline_testkit::TestDb,
+    CancellationToken,
+) {
     let cancel = CancellationToken::new();
     let slack = standin(&cancel).await;
     let db = firstline_testkit::test_db().await;
@@ -303,6 +316,7 @@ pub async fn bot_on_standin(
     s.slack.app_token = SecretString::new("xapp-standin-token");
     s.slack.bot_token = SecretString::new("xoxb-standin-token");
     s.slack.api_url = slack.api_url();
+    configure(&mut s);
     let bot = TestBot::start(&s, INGEST_ONLY).await;
     match mode {
         firstline_config::SlackMode::Http => slack.set_events_url(Some(bot.events_url.clone())),

@@ -2,7 +2,9 @@
 //! is configured) and for every test.
 //!
 //! - `GET|POST /api/{method}` — the Web API methods Firstline calls ([`web_api`]), recorded;
-//!   Slack-shaped errors on request ([`StandIn::fail_next`]).
+//!   Slack-shaped errors on request ([`StandIn::fail_next`]); user groups a test defines
+//!   ([`StandIn::define_user_group`]) and the ephemeral messages shown
+//!   ([`StandIn::ephemerals_for`]).
 //! - `GET /socket` — Socket Mode ([`socket`]).
 //! - `POST /webhook/{channel}` — an incoming webhook (Alertmanager's and Grafana's Slack receivers
 //!   work; legacy `attachments` are kept on the message, as Slack keeps them).
@@ -23,7 +25,7 @@ pub mod web_api;
 use axum::Router;
 use axum::routing::{any, get, post};
 use delivery::Deliverer;
-use state::{Author, Call, Failure, Message, Workspace};
+use state::{Author, Call, Ephemeral, Failure, Message, Workspace};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -310,6 +312,17 @@ impl StandIn {
                 ("trigger_id", &trigger),
             ])
             .await
+    }
+
+    /// Defines user group `id` (`S…`) with `members`, as `usergroups.users.list` will answer
+    /// (a group never defined is Slack's `no_such_subteam`).
+    pub fn define_user_group(&self, id: &str, members: &[&str]) {
+        self.state.workspace.set_user_group(id, members);
+    }
+
+    /// The ephemeral messages (`chat.postEphemeral`) shown to `user`, oldest first.
+    pub fn ephemerals_for(&self, user: &str) -> Vec<Ephemeral> {
+        self.state.workspace.ephemerals(user)
     }
 
     /// Every Web API call so far.

@@ -1,5 +1,6 @@
-//! The stand-in's workspace: channels, messages (with threads and reactions), every Web API call
-//! received, and the failures a test asked for. Ids have Slack's shapes (`T…`, `C…`, `U…`, `B…`,
+//! The stand-in's workspace: channels, messages (with threads and reactions), the ephemeral
+//! messages shown to one person, user groups and their members, every Web API call received, and
+//! the failures a test asked for. Ids have Slack's shapes (`T…`, `C…`, `U…`, `B…`,
 //! ts `1733140000.000100`, event ids `Ev…`).
 
 use serde::Serialize;
@@ -113,6 +114,22 @@ pub struct Call {
     pub status: u16,
 }
 
+/// A message shown to one person only (`chat.postEphemeral`): not stored in the channel, not
+/// delivered to the bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ephemeral {
+    /// Channel id.
+    pub channel: String,
+    /// The one person who sees it.
+    pub user: String,
+    /// The thread it shows in, when given.
+    pub thread_ts: Option<String>,
+    /// Text.
+    pub text: String,
+    /// Its ts.
+    pub ts: String,
+}
+
 /// A failure a test wants the next call of a method to return.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -135,6 +152,10 @@ pub struct Workspace {
     event_seq: AtomicU64,
     /// Dialogs the bot opened (`views.open`): id, the trigger it answered, the view.
     views: Mutex<Vec<(String, String, serde_json::Value)>>,
+    /// Ephemeral messages shown, in order.
+    ephemerals: Mutex<Vec<Ephemeral>>,
+    /// User groups (`S…`) and their members' user ids.
+    user_groups: Mutex<BTreeMap<String, Vec<String>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -298,6 +319,33 @@ impl Workspace {
             .iter()
             .find(|(_, t, _)| t == trigger)
             .map(|(id, _, view)| (id.clone(), view.clone()))
+    }
+
+    /// Records an ephemeral message shown to one person.
+    pub fn post_ephemeral(&self, ephemeral: Ephemeral) {
+        lock(&self.ephemerals).push(ephemeral);
+    }
+
+    /// The ephemeral messages shown to `user`, oldest first.
+    pub fn ephemerals(&self, user: &str) -> Vec<Ephemeral> {
+        lock(&self.ephemerals)
+            .iter()
+            .filter(|e| e.user == user)
+            .cloned()
+            .collect()
+    }
+
+    /// Defines user group `id` (`S…`) with `members` (user ids), replacing any earlier members.
+    pub fn set_user_group(&self, id: &str, members: &[&str]) {
+        lock(&self.user_groups).insert(
+            id.to_string(),
+            members.iter().map(|m| m.to_string()).collect(),
+        );
+    }
+
+    /// User group `id`'s members; `None` when no such group exists.
+    pub fn user_group(&self, id: &str) -> Option<Vec<String>> {
+        lock(&self.user_groups).get(id).cloned()
     }
 
     /// Message `ts` of `channel`, as it is now.

@@ -1,14 +1,15 @@
 //! The Web API methods Firstline calls (`auth.test`, `chat.postMessage` / `chat.update` with blocks
-//! and metadata, `reactions.add` / `reactions.remove`, `conversations.replies` with a cursor and
-//! `include_all_metadata`), answered the way Slack answers them (`ok`/`error`
+//! and metadata, `chat.postEphemeral`, `reactions.add` / `reactions.remove`,
+//! `conversations.replies` with a cursor and `include_all_metadata`, `usergroups.users.list`,
+//! `views.open`), answered the way Slack answers them (`ok`/`error`
 //! envelopes, 429 + `Retry-After` when a test asks for it), each call recorded; and the incoming
 //! webhook alerting tools post to. Messages keep their legacy `attachments` beside their text, as
 //! Slack keeps them, so the bot sees the shapes real integrations produce.
 
 use super::StandInState;
 use super::state::{
-    ALERTMANAGER_APP_ID, ALERTMANAGER_BOT_ID, APP_ID, Author, BOT_ID, BOT_USER_ID, Call, Failure,
-    Message, TEAM_ID,
+    ALERTMANAGER_APP_ID, ALERTMANAGER_BOT_ID, APP_ID, Author, BOT_ID, BOT_USER_ID, Call, Ephemeral,
+    Failure, Message, TEAM_ID,
 };
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -189,6 +190,35 @@ fn answer(state: &StandInState, method: &str, params: &Map<String, Value>) -> Va
                 None => json!({"ok": false, "error": "message_not_found"}),
             }
         }
+        "chat.postEphemeral" => {
+            let channel = str_param(params, "channel");
+            if !ws.has_channel(channel) {
+                return json!({"ok": false, "error": "channel_not_found"});
+            }
+            let user = str_param(params, "user");
+            if user.is_empty() {
+                return json!({"ok": false, "error": "user_not_in_channel"});
+            }
+            let text = text_of(params);
+            if text.is_empty() {
+                return json!({"ok": false, "error": "no_text"});
+            }
+            let ts = ws.next_ts();
+            ws.post_ephemeral(Ephemeral {
+                channel: channel.to_string(),
+                user: user.to_string(),
+                thread_ts: Some(str_param(params, "thread_ts"))
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string),
+                text,
+                ts: ts.clone(),
+            });
+            json!({"ok": true, "message_ts": ts})
+        }
+        "usergroups.users.list" => match ws.user_group(str_param(params, "usergroup")) {
+            Some(users) => json!({"ok": true, "users": users}),
+            None => json!({"ok": false, "error": "no_such_subteam"}),
+        },
         "reactions.add" | "reactions.remove" => {
             let (channel, ts, name) = (
                 str_param(params, "channel"),
