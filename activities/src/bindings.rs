@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use firstline_config::{LlmSettings, RoundSettings};
+use firstline_config::{ActionsSettings, LlmSettings, RoundSettings};
 use firstline_investigation::model_path::ModelPath;
 use firstline_investigation::tools::McpTools;
 use firstline_investigation::{GraphOptions, Memory};
@@ -36,6 +36,8 @@ pub struct Deps {
     /// `temporal.task_queue`: the label of the in-flight gauge, so that one Prometheus serving
     /// several installs tells their workers apart.
     pub task_queue: String,
+    /// With `actions.enabled`: the settings and the write server; `None`: nothing is proposed.
+    pub actions: Option<crate::action::ActionDeps>,
 }
 
 /// The activities registered on a worker.
@@ -73,8 +75,13 @@ impl Drop for InFlight {
 
 /// The limits the `round.*` settings describe, as the workflow applies them; with a model
 /// configured (`llm`), `refine_round` may take the model's wall-time budget plus a margin for
-/// storing its outcome.
-pub fn round_policy(round: &RoundSettings, llm: &LlmSettings) -> RoundPolicy {
+/// storing its outcome; with `actions.enabled`, a proposal waits `actions.approval_timeout_secs`
+/// and `verify_action` may take `actions.verify_secs` plus the same margin.
+pub fn round_policy(
+    round: &RoundSettings,
+    llm: &LlmSettings,
+    actions: &ActionsSettings,
+) -> RoundPolicy {
     let activity = ActivityPolicy {
         start_to_close_secs: round.activity_timeout_secs,
         heartbeat_secs: None,
@@ -96,6 +103,14 @@ pub fn round_policy(round: &RoundSettings, llm: &LlmSettings) -> RoundPolicy {
             heartbeat_secs: Some(llm.heartbeat_secs),
             ..activity.clone()
         }),
+        actions: actions.enabled.then(|| ActionPolicy {
+            approval_timeout_secs: actions.approval_timeout_secs,
+            verify: ActivityPolicy {
+                start_to_close_secs: actions.verify_secs + REFINE_MARGIN_SECS,
+                heartbeat_secs: Some(VERIFY_HEARTBEAT_SECS),
+                ..activity.clone()
+            },
+        }),
         activity,
     }
 }
@@ -103,6 +118,9 @@ pub fn round_policy(round: &RoundSettings, llm: &LlmSettings) -> RoundPolicy {
 /// Time `refine_round` gets beyond the model's budget (which also bounds the model's tool
 /// calls): reading the checkpoint and storing the outcome.
 const REFINE_MARGIN_SECS: u64 = 10;
+
+/// Heartbeat timeout of `verify_action`, which beats between its readings and while it waits.
+const VERIFY_HEARTBEAT_SECS: u64 = 10;
 
 /// How often a long activity other than `run_graph` (which beats per step) heartbeats; the worker
 /// throttles what it sends to a fraction of the heartbeat timeout.
@@ -310,6 +328,120 @@ impl Activities {
         crate::post::post_to_thread(&self.deps.pool, &self.deps.slack, &input)
             .instrument(span(
                 names::POST_TO_THREAD,
+                &ctx,
+                Some(&input.thread),
+                Some(input.round),
+            ))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::ProposeAction)]
+    pub async fn propose_action(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ProposeInput,
+    ) -> Result<ProposeOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        let Some(actions) = &self.deps.actions else {
+            return Ok(ProposeOutcome {
+                action_id: None,
+                not_shown: None,
+            });
+        };
+        crate::action::propose::propose_action(&self.deps.pool, actions, &input)
+            .instrument(span(names::PROPOSE_ACTION, &ctx, None, Some(input.round)))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::ExpireAction)]
+    pub async fn expire_action(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ActionInput,
+    ) -> Result<ActionOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        crate::action::show::expire_action(&self.deps.pool, &input)
+            .instrument(span(
+                names::EXPIRE_ACTION,
+                &ctx,
+                Some(&input.thread),
+                Some(input.round),
+            ))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::ExecuteAction)]
+    pub async fn execute_action(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ActionInput,
+    ) -> Result<ActionOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        let span = span(
+            names::EXECUTE_ACTION,
+            &ctx,
+            Some(&input.thread),
+            Some(input.round),
+        );
+        let Some(actions) = &self.deps.actions else {
+            return Err(failure(RoundError::ActionsOff(input.action_id)));
+        };
+        crate::action::execute::execute_action(&self.deps.pool, actions, &input)
+            .instrument(span)
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::VerifyAction)]
+    pub async fn verify_action(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ActionInput,
+    ) -> Result<ActionOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        let span = span(
+            names::VERIFY_ACTION,
+            &ctx,
+            Some(&input.thread),
+            Some(input.round),
+        );
+        let Some(actions) = &self.deps.actions else {
+            return Err(failure(RoundError::ActionsOff(input.action_id)));
+        };
+        let every = std::time::Duration::from_secs(actions.settings.verify_interval_secs);
+        let window = std::time::Duration::from_secs(actions.settings.verify_secs);
+        let tick_ctx = ctx.clone();
+        let round = input.round;
+        let verify = crate::action::verify::verify_action(
+            &self.deps.pool,
+            &self.deps.tools,
+            every,
+            window,
+            &input,
+            move || {
+                let ctx = tick_ctx.clone();
+                async move { beat(&ctx, round).await }
+            },
+        )
+        .instrument(span);
+        heartbeating(&ctx, input.round, verify)
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::ShowAction)]
+    pub async fn show_action(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ActionInput,
+    ) -> Result<PostOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        crate::action::show::show_action(&self.deps.pool, &self.deps.slack, &input)
+            .instrument(span(
+                names::SHOW_ACTION,
                 &ctx,
                 Some(&input.thread),
                 Some(input.round),

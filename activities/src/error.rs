@@ -38,6 +38,19 @@ pub enum RoundError {
     Slack(#[from] SlackApiError),
     #[error("cancelled")]
     Cancelled,
+    /// A write was sent and no answer came back: the next attempt reads the object to learn
+    /// whether it was applied before anything is sent again.
+    #[error("action {action_id}: {reason}")]
+    WriteUnknown { action_id: i64, reason: String },
+    #[error("action {0} does not exist")]
+    UnknownAction(i64),
+    #[error("action {0} cannot run: actions are off on this worker (actions.enabled)")]
+    ActionsOff(i64),
+    #[error("stored change of action {action_id} is unreadable: {error}")]
+    BadChange {
+        action_id: i64,
+        error: serde_json::Error,
+    },
 }
 
 impl RoundError {
@@ -51,14 +64,19 @@ impl RoundError {
             | RoundError::NotPosted { .. }
             | RoundError::BadCheckpoint { .. }
             | RoundError::BadResult { .. }
-            | RoundError::Superseded { .. } => false,
+            | RoundError::Superseded { .. }
+            | RoundError::UnknownAction(_)
+            | RoundError::ActionsOff(_)
+            | RoundError::BadChange { .. } => false,
             RoundError::Graph { retryable, .. } => *retryable,
             RoundError::Slack(e) => slack_retryable(e),
             RoundError::Database(e) => !matches!(
                 e,
                 sqlx::Error::Database(db) if db.constraint().is_some()
             ),
-            RoundError::PostInProgress { .. } | RoundError::Cancelled => true,
+            RoundError::PostInProgress { .. }
+            | RoundError::Cancelled
+            | RoundError::WriteUnknown { .. } => true,
         }
     }
 }

@@ -13,6 +13,10 @@
 //! - [`refine`]: `refine_round` — with a model configured, the model's pass over the posted
 //!   round (grounded additions or the fallback reason), stored on the round once; `edit_post`
 //!   (in [`post`]) then edits the reply in place.
+//! - [`action`]: `propose_action`, `expire_action`, `execute_action`, `verify_action`,
+//!   `show_action` — a verified cause's proposal carried through approval: the exact change and
+//!   its hash, the write sent at most once through the write-capable MCP server, the outcome
+//!   verified and shown (`[actions]`, off by default).
 //! - [`bindings`]: the Temporal bindings (`#[activities]`), one span per activity.
 //! - [`error`]: what fails, and which failures another attempt can mend.
 //! - [`metrics`]: the names of the worker's metrics.
@@ -20,6 +24,7 @@
 //! The investigation itself lives in `firstline-investigation`; this crate only carries a round
 //! through it durably. It knows nothing of how Slack events arrive.
 
+pub mod action;
 pub mod bindings;
 pub mod blocks;
 pub mod commit;

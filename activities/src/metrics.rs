@@ -31,3 +31,6 @@ pub const REACTION_FAILURES: &str = "firstline_reaction_failures_total";
 /// Gauge: activities this worker is running now, by `task_queue`; what KEDA's second trigger
 /// reads so that a worker in the middle of a round is never scaled away (`deploy/keda/`).
 pub const ACTIVITIES_IN_FLIGHT: &str = "firstline_activities_in_flight";
+/// Actions by what happened to them: `proposed`, `not_shown`, `expired`, `executed`, `failed`,
+/// `recovered`, `not_recovered`.
+pub const ACTIONS: &str = "firstline_actions_total";

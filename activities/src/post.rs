@@ -11,6 +11,7 @@ use firstline_slack::{OutgoingMessage, SlackApi};
 use sqlx::PgPool;
 
 use crate::RoundError;
+use crate::action::blocks::with_action;
 use crate::blocks::{
     FAILURE_EVENT_TYPE, is_round_reply, marks_round, round_blocks, round_metadata,
 };
@@ -145,11 +146,16 @@ async fn post_locked(
                         .bind(round_id)
                         .execute(pool)
                         .await?;
+                    let action = firstline_store::actions::of_round(pool, round_id).await?;
+                    let blocks = match &action {
+                        Some(action) => with_action(round_blocks(&result, round), action),
+                        None => round_blocks(&result, round),
+                    };
                     let message = OutgoingMessage {
                         channel: channel.clone(),
                         thread_ts: Some(input.thread.thread_ts.clone()),
                         text: result.text.clone(),
-                        blocks: Some(round_blocks(&result, round).into()),
+                        blocks: Some(blocks.into()),
                         metadata: Some(round_metadata(thread_id, round, grounded)),
                     };
                     let ts = slack.post_message(&message).await?;
@@ -162,6 +168,10 @@ async fn post_locked(
         }
     };
 
+    // The buttons a click comes from are in this message: the bot binds a decision to it.
+    if let Some(action) = firstline_store::actions::of_round(pool, round_id).await? {
+        firstline_store::actions::set_message(pool, action.id, &ts).await?;
+    }
     for target in &input.react_to {
         let reaction = if grounded { CHECK_MARK } else { QUESTION };
         swap_reaction(slack, channel, target, EYES, reaction).await;
@@ -246,13 +256,12 @@ pub async fn edit_post(
             error,
         })?;
     let channel = &input.thread.channel_id;
+    let blocks = match firstline_store::actions::of_round(pool, round_id).await? {
+        Some(action) => with_action(round_blocks(&result, round), &action),
+        None => round_blocks(&result, round),
+    };
     slack
-        .update_message(
-            channel,
-            &ts,
-            &result.text,
-            Some(round_blocks(&result, round).into()),
-        )
+        .update_message(channel, &ts, &result.text, Some(blocks.into()))
         .await?;
     faults::pause(faults::EDIT_AFTER_SEND).await;
     let (now, before) = if grounded {

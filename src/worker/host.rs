@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use firstline_activities::action::ActionDeps;
 use firstline_activities::{Activities, Deps, round_policy};
 use firstline_config::Settings;
 use firstline_investigation::GraphOptions;
@@ -88,6 +89,18 @@ pub async fn start_worker(
     crate::embedding::check(&pool, embedder.as_ref())
         .await
         .map_err(WorkerError::Embedding)?;
+    let actions = match firstline_activities::action::Writer::from_settings(
+        &settings.actions,
+        &settings.mcp,
+        Some(pool.clone()),
+    ) {
+        Ok(Some(writer)) if settings.actions.enabled => Some(ActionDeps {
+            settings: settings.actions.clone(),
+            writer,
+        }),
+        Ok(_) => None,
+        Err(e) => return Err(WorkerError::Tools(format!("actions.server: {e}"))),
+    };
     let activities = Activities::new(Deps {
         pool: pool.clone(),
         tools: tools.clone(),
@@ -95,9 +108,10 @@ pub async fn start_worker(
         graph: GraphOptions::from_settings(&settings.round),
         model,
         embedder: Some(embedder),
-        policy: round_policy(&settings.round, &settings.llm),
+        policy: round_policy(&settings.round, &settings.llm, &settings.actions),
         context_chars: settings.round.context_chars,
         task_queue: settings.temporal.task_queue.clone(),
+        actions,
     });
 
     let client = firstline_temporal::connect(

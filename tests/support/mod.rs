@@ -2,3 +2,4 @@
 
 pub mod paraphrases;
 pub mod round_app;
+pub mod tcp_front;

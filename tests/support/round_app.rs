@@ -117,6 +117,15 @@ impl RoundApp {
         settings.bot.relay_backoff_max_secs = 2;
         settings.worker.listen = "127.0.0.1:0".into();
 
+        // Actions run through the lab's write endpoint unless a test names another server.
+        if settings.actions.enabled && settings.actions.server.is_none() {
+            settings.actions.server = Some(firstline_config::McpServerSettings {
+                name: "lab-write".into(),
+                url: Some(lab.write_url()),
+                profile: Some("kubernetes-mcp-server".into()),
+                ..Default::default()
+            });
+        }
         let bot = firstline_bot::start(
             &settings,
             firstline_bot::Parts::ALL,
@@ -129,14 +138,13 @@ impl RoundApp {
         slack.set_events_url(events);
 
         let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(
-            dir.path().join("firstline.toml"),
-            format!(
-                "[[mcp.servers]]\nname = \"lab\"\nurl = \"{}\"\nprofile = \"lab\"\n",
-                lab.mcp_url()
-            ),
-        )
-        .expect("writing the worker's configuration");
+        let mut config = format!(
+            "[[mcp.servers]]\nname = \"lab\"\nurl = \"{}\"\nprofile = \"lab\"\n",
+            lab.mcp_url()
+        );
+        config.push_str(&actions_section(&settings.actions));
+        std::fs::write(dir.path().join("firstline.toml"), config)
+            .expect("writing the worker's configuration");
         Self {
             db,
             slack,
@@ -734,4 +742,31 @@ pub async fn http_request(method: &str, url: &str, json: Option<&str>) -> (u16, 
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
+}
+
+/// `[actions]` as the worker's configuration file states it (empty when actions are off).
+fn actions_section(actions: &firstline_config::ActionsSettings) -> String {
+    if !actions.enabled {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n[actions]\nenabled = true\napproval_timeout_secs = {}\nverify_secs = {}\nverify_interval_secs = {}\n",
+        actions.approval_timeout_secs, actions.verify_secs, actions.verify_interval_secs
+    );
+    if let Some(server) = &actions.server {
+        out.push_str(&format!(
+            "[actions.server]\nname = \"{}\"\nurl = \"{}\"\n",
+            server.name,
+            server.url.as_deref().unwrap_or_default()
+        ));
+        if let Some(timeout) = server.call_timeout_secs {
+            out.push_str(&format!("call_timeout_secs = {timeout}\n"));
+        }
+    }
+    out.push_str("[actions.approvers]\n");
+    for (namespace, ids) in &actions.approvers {
+        let ids: Vec<String> = ids.iter().map(|id| format!("\"{id}\"")).collect();
+        out.push_str(&format!("\"{namespace}\" = [{}]\n", ids.join(", ")));
+    }
+    out
 }

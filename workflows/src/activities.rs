@@ -18,6 +18,11 @@ pub mod names {
     pub const POST_FAILURE: &str = "post_failure";
     pub const REFINE_ROUND: &str = "refine_round";
     pub const EDIT_POST: &str = "edit_post";
+    pub const PROPOSE_ACTION: &str = "propose_action";
+    pub const EXPIRE_ACTION: &str = "expire_action";
+    pub const EXECUTE_ACTION: &str = "execute_action";
+    pub const VERIFY_ACTION: &str = "verify_action";
+    pub const SHOW_ACTION: &str = "show_action";
 }
 
 /// The round's activities.
@@ -62,6 +67,38 @@ impl RoundActivities {
         unimplemented!()
     }
 
+    /// The round's proposal, if its verified cause supports one and actions are on: the exact
+    /// change computed against the object as read now, its hash, stored once per round.
+    #[activity(name = names::PROPOSE_ACTION)]
+    pub fn propose_action(_input: ProposeInput) -> Result<ProposeOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// A proposal nobody decided in time marked expired (or the decision that won the race).
+    #[activity(name = names::EXPIRE_ACTION)]
+    pub fn expire_action(_input: ActionInput) -> Result<ActionOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// An approved action's write, sent at most once (its idempotency key is on the object).
+    #[activity(name = names::EXECUTE_ACTION)]
+    pub fn execute_action(_input: ActionInput) -> Result<ActionOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// The evidence behind the cause re-read after the action, for a bounded window.
+    #[activity(name = names::VERIFY_ACTION)]
+    pub fn verify_action(_input: ActionInput) -> Result<ActionOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// The reply re-rendered with the action's state; once it is final, its outcome posted in
+    /// the thread once.
+    #[activity(name = names::SHOW_ACTION)]
+    pub fn show_action(_input: ActionInput) -> Result<PostOutcome, ActivityError> {
+        unimplemented!()
+    }
+
     /// A short note in the thread when a round ran out of retries.
     #[activity(name = names::POST_FAILURE)]
     pub fn post_failure(_input: FailureInput) -> Result<PostOutcome, ActivityError> {
@@ -71,5 +108,6 @@ impl RoundActivities {
 
 /// The activities' marker types, for implementations to name with `#[activity(definition = …)]`.
 pub use round_activities::{
-    CommitRound, EditPost, LoadContext, PostFailure, PostToThread, RefineRound, RunGraph,
+    CommitRound, EditPost, ExecuteAction, ExpireAction, LoadContext, PostFailure, PostToThread,
+    ProposeAction, RefineRound, RunGraph, ShowAction, VerifyAction,
 };

@@ -3,11 +3,18 @@
 //! ```text
 //! loop {
 //!     load_context → guards (resolved, rounds ≥ max, age > max) → return
-//!     run_graph → commit_round → post_to_thread → (with a model) refine_round → edit_post
+//!     run_graph → commit_round → (actions on, grounded) propose_action → post_to_thread
+//!         → (with a model) refine_round → edit_post
+//!     a proposal? wait for its decision, a mention or actions.approval_timeout_secs:
+//!         approved → execute_action → verify_action; otherwise expire_action; → show_action
 //!     a mention (or, after asking, a reply) came in meanwhile? next round
 //!         : grounded? return : wait for a mention ≤ idle
 //! }
 //! ```
+//!
+//! A decision arrives as the `decision` signal (the bot recorded it in Postgres first); the
+//! `actions` row, not the signal, decides what runs: an approval that won the race against the
+//! timer is executed, and `execute_action` refuses anything not approved.
 //!
 //! Mentions arrive as the `mention` signal and are counted *before* `run_graph` starts, so one
 //! that lands while a round runs starts the next round right after it (invariant 5). The run also
@@ -19,7 +26,7 @@
 
 use std::time::Duration;
 
-use firstline_model::{MentionSignal, ThreadKey, Trigger};
+use firstline_model::{ActionState, Decision, DecisionSignal, MentionSignal, ThreadKey, Trigger};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
@@ -29,8 +36,8 @@ use temporalio_sdk::{
 
 use crate::activities::RoundActivities;
 use crate::types::{
-    ActivityPolicy, CommitInput, EditInput, FailureInput, Guard, LoadContextInput, PostInput,
-    RefineInput, RoundPolicy, RunGraphInput, RunOutcome,
+    ActionInput, ActionPolicy, ActivityPolicy, CommitInput, EditInput, FailureInput, Guard,
+    LoadContextInput, PostInput, ProposeInput, RefineInput, RoundPolicy, RunGraphInput, RunOutcome,
 };
 
 /// Signals kept per run: a bound on workflow state whatever a channel does.
@@ -41,6 +48,9 @@ const MAX_MENTIONS: usize = 200;
 pub struct IncidentRound {
     thread: ThreadKey,
     mentions: Vec<MentionSignal>,
+    /// Decisions on proposed actions, in arrival order (the `actions` row is the truth; a
+    /// decision only wakes the round that waits for it).
+    decisions: Vec<DecisionSignal>,
 }
 
 #[workflow_methods]
@@ -50,6 +60,7 @@ impl IncidentRound {
         Self {
             thread: trigger.thread,
             mentions: Vec::new(),
+            decisions: Vec::new(),
         }
     }
 
@@ -132,6 +143,32 @@ impl IncidentRound {
                         options(&policy.activity),
                     )
                     .await?;
+                // Only a grounded round's verified cause may propose; a proposal that cannot be
+                // prepared leaves the reply as it would have been.
+                let proposed = if policy.actions.is_some() && committed.grounded {
+                    match ctx
+                        .execute_activity(
+                            RoundActivities::propose_action,
+                            ProposeInput {
+                                thread_id,
+                                round,
+                                alert: context.alert.clone(),
+                            },
+                            options(&policy.activity),
+                        )
+                        .await
+                    {
+                        Ok(outcome) => outcome.action_id,
+                        Err(error) => {
+                            ctx.set_current_details(format!(
+                                "could not prepare round {round}'s proposal: {error}"
+                            ));
+                            None
+                        }
+                    }
+                } else {
+                    None
+                };
                 ctx.execute_activity(
                     RoundActivities::post_to_thread,
                     PostInput {
@@ -143,13 +180,13 @@ impl IncidentRound {
                     options(&policy.activity),
                 )
                 .await?;
-                Ok::<_, ActivityExecutionError>(committed)
+                Ok::<_, ActivityExecutionError>((committed, proposed))
             }
             .await;
             // The deterministic reply is posted; with a model, it is improved in place. A model
             // pass that fails outright leaves the posted reply as it is.
             let finished = match (finished, &policy.refine) {
-                (Ok(mut committed), Some(refine)) => {
+                (Ok((mut committed, proposed)), Some(refine)) => {
                     let refined = ctx
                         .execute_activity(
                             RoundActivities::refine_round,
@@ -187,12 +224,12 @@ impl IncidentRound {
                             "the model pass over round {round} failed: {error}"
                         )),
                     }
-                    Ok(committed)
+                    Ok((committed, proposed))
                 }
                 (finished, _) => finished,
             };
-            let committed = match finished {
-                Ok(committed) => committed,
+            let (committed, proposed) = match finished {
+                Ok(finished) => finished,
                 Err(error) => {
                     // Out of retries: say so in the thread (best effort), then fail the run.
                     let note = ctx
@@ -218,6 +255,16 @@ impl IncidentRound {
             };
             rounds_run += 1;
             answered = seen;
+
+            if let (Some(action_id), Some(actions)) = (proposed, policy.actions.clone()) {
+                let action = ActionInput {
+                    thread: thread.clone(),
+                    thread_id,
+                    round,
+                    action_id,
+                };
+                await_decision(ctx, &policy, &actions, action, seen).await;
+            }
 
             if ctx.state(|s| s.mentions.len()) > seen || committed.answered_meanwhile {
                 continue;
@@ -249,6 +296,115 @@ impl IncidentRound {
         if self.mentions.len() < MAX_MENTIONS && !self.mentions.iter().any(|m| m.ts == mention.ts) {
             self.mentions.push(mention);
         }
+    }
+
+    #[signal(name = "decision")]
+    pub fn decision(&mut self, _ctx: &mut SyncWorkflowContext<Self>, decision: DecisionSignal) {
+        if self.decisions.len() < MAX_MENTIONS && !self.decisions.contains(&decision) {
+            self.decisions.push(decision);
+        }
+    }
+}
+
+/// What ended the wait for a decision on a proposal.
+enum Woke {
+    Decided(Decision),
+    /// A mention: a newer round supersedes the proposal.
+    Mentioned,
+    TimedOut,
+}
+
+/// Waits (durably, bounded by `actions.approval_timeout_secs`) for a decision on `action`, then
+/// carries it out: an approval executes the action once and verifies it; a rejection, an expiry
+/// or a newer round's mention only updates the reply. The `actions` row decides, not the signal:
+/// an approval that won the race against expiry is executed, and execution itself refuses
+/// anything not approved. Failures are noted on the run and never fail the round.
+async fn await_decision(
+    ctx: &mut WorkflowContext<IncidentRound>,
+    policy: &RoundPolicy,
+    actions: &ActionPolicy,
+    action: ActionInput,
+    seen: usize,
+) {
+    let action_id = action.action_id;
+    let timer = ctx.timer(Duration::from_secs(actions.approval_timeout_secs));
+    let mut timer = std::pin::pin!(timer);
+    let decided = ctx.wait_condition(move |s| s.decisions.iter().any(|d| d.action_id == action_id));
+    let mut decided = std::pin::pin!(decided);
+    let mentioned = ctx.wait_condition(move |s| s.mentions.len() > seen);
+    let mut mentioned = std::pin::pin!(mentioned);
+    let woke = temporalio_sdk::workflows::select! {
+        _ = decided.as_mut() => Woke::Decided(ctx.state(|s| {
+            s.decisions
+                .iter()
+                .find(|d| d.action_id == action_id)
+                .map_or(Decision::Reject, |d| d.decision)
+        })),
+        _ = mentioned.as_mut() => Woke::Mentioned,
+        _ = timer.as_mut() => Woke::TimedOut,
+    };
+    if !matches!(woke, Woke::TimedOut) {
+        timer.cancel();
+    }
+    let approved = match woke {
+        Woke::Decided(decision) => decision == Decision::Approve,
+        Woke::Mentioned | Woke::TimedOut => {
+            match ctx
+                .execute_activity(
+                    RoundActivities::expire_action,
+                    action.clone(),
+                    options(&policy.activity),
+                )
+                .await
+            {
+                Ok(outcome) => outcome.state == ActionState::Approved,
+                Err(error) => {
+                    ctx.set_current_details(format!(
+                        "could not expire action {action_id}: {error}"
+                    ));
+                    false
+                }
+            }
+        }
+    };
+    if approved {
+        let executed = ctx
+            .execute_activity(
+                RoundActivities::execute_action,
+                action.clone(),
+                options(&policy.activity),
+            )
+            .await;
+        match executed {
+            Ok(outcome) if outcome.state == ActionState::Executed => {
+                if let Err(error) = ctx
+                    .execute_activity(
+                        RoundActivities::verify_action,
+                        action.clone(),
+                        options(&actions.verify),
+                    )
+                    .await
+                {
+                    ctx.set_current_details(format!(
+                        "could not verify action {action_id}: {error}"
+                    ));
+                }
+            }
+            Ok(_) => {}
+            Err(error) => {
+                ctx.set_current_details(format!("could not execute action {action_id}: {error}"))
+            }
+        }
+    }
+    if let Err(error) = ctx
+        .execute_activity(
+            RoundActivities::show_action,
+            action,
+            options(&policy.activity),
+        )
+        .await
+    {
+        ctx.set_current_details(format!("could not show action {action_id}: {error}"));
     }
 }
 

@@ -87,6 +87,10 @@ pub struct RoundPolicy {
     /// `refine_round`'s limits when a model is configured; `None`: rounds stay deterministic.
     #[serde(default)]
     pub refine: Option<ActivityPolicy>,
+    /// With `actions.enabled`: how long a proposal waits and is verified; `None`: no action is
+    /// ever proposed.
+    #[serde(default)]
+    pub actions: Option<ActionPolicy>,
 }
 
 /// One activity's timeouts and retries.
@@ -128,6 +132,7 @@ impl Default for RoundPolicy {
             },
             activity,
             refine: None,
+            actions: None,
         }
     }
 }
@@ -260,4 +265,51 @@ pub enum RunOutcome {
     Answered { rounds_run: u32 },
     /// It asked and nobody mentioned the bot within the idle timeout.
     Idle { rounds_run: u32 },
+}
+
+/// An action's limits, from `[actions]`: how long a proposal waits for a decision and how long
+/// its outcome is verified. `None` in [`RoundPolicy::actions`]: actions are off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionPolicy {
+    pub approval_timeout_secs: u64,
+    /// `verify_action`'s limits (its start-to-close covers `actions.verify_secs`).
+    pub verify: ActivityPolicy,
+}
+
+/// An action activity's input: the action and the thread whose reply shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionInput {
+    pub thread: ThreadKey,
+    pub thread_id: i64,
+    pub round: u32,
+    /// `actions.id`.
+    pub action_id: i64,
+}
+
+/// `propose_action`'s input: a committed round whose report may propose an action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposeInput {
+    pub thread_id: i64,
+    pub round: u32,
+    /// The alert's text (redacted): its expression is what verification re-runs.
+    pub alert: AlertMessage,
+}
+
+/// What `propose_action` stored: the proposal shown with the round's reply, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposeOutcome {
+    pub action_id: Option<i64>,
+    /// Why the round's proposal is not shown (the object moved on, the write server down…).
+    pub not_shown: Option<String>,
+}
+
+/// An action's state after an activity touched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionOutcome {
+    pub action_id: i64,
+    pub state: firstline_model::ActionState,
+    /// What the write server answered, why nothing was written, or what verification read.
+    pub detail: Option<String>,
+    /// After verification: whether the evidence shows recovery.
+    pub recovered: Option<bool>,
 }
