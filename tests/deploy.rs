@@ -101,11 +101,13 @@ const SECRET_SETTINGS: &[&str] = &[
 /// these in the production sources, so a new call fails here until the manifest covers it).
 const WEB_API_METHODS: &[&str] = &[
     "auth.test",
+    "chat.postEphemeral",
     "chat.postMessage",
     "chat.update",
     "conversations.replies",
     "reactions.add",
     "reactions.remove",
+    "usergroups.users.list",
     "views.open",
 ];
 /// Slack's spec predates granular bot permissions: its legacy scope names, and today's.
@@ -409,7 +411,9 @@ fn every_file_under_deploy_is_checked() {
         for generator in k["configMapGenerator"].as_array().into_iter().flatten() {
             for field in ["files", "envs"] {
                 for file in generator[field].as_array().into_iter().flatten() {
-                    files.push(file.as_str().expect("a path").to_string());
+                    // `KEY=path` names the file's key in the ConfigMap.
+                    let file = file.as_str().expect("a path");
+                    files.push(file.split_once('=').map_or(file, |(_, p)| p).to_string());
                 }
             }
         }
@@ -477,8 +481,13 @@ fn load_the_deployed_settings_in_a_clean_environment() {
     );
 }
 
-/// Firstline's own loader and checks on `file` with exactly `variables` in the environment.
-fn load_settings(file: &Path, variables: &BTreeMap<String, String>, what: &str) -> Settings {
+/// Firstline's own loader and checks on `file` with exactly `variables` in the environment; `Err`
+/// is the loader's refusal (the whole output of the run).
+fn load_settings(
+    file: &Path,
+    variables: &BTreeMap<String, String>,
+    what: &str,
+) -> Result<Settings, String> {
     let output = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             "--exact",
@@ -492,15 +501,14 @@ fn load_settings(file: &Path, variables: &BTreeMap<String, String>, what: &str) 
         .output()
         .expect("the test binary runs");
     let text = text_of(&output);
-    assert!(
-        output.status.success(),
-        "loading {what}'s settings:\n{text}"
-    );
+    if !output.status.success() {
+        return Err(format!("loading {what}'s settings:\n{text}"));
+    }
     let line = text
         .lines()
         .find_map(|l| l.split_once(SETTINGS_LINE).map(|(_, json)| json))
         .unwrap_or_else(|| panic!("no settings printed for {what}:\n{text}"));
-    serde_json::from_str(line).expect("settings round-trip")
+    Ok(serde_json::from_str(line).expect("settings round-trip"))
 }
 
 /// The settings `deployment`'s pod reads in a render, as the pod gets them: the file its
@@ -509,6 +517,11 @@ fn load_settings(file: &Path, variables: &BTreeMap<String, String>, what: &str) 
 /// values, which win (the install's names from deploy/names among them). Variables from a Secret
 /// are left out: their values are not in the manifests.
 fn pod_settings(objects: &[Value], deployment: &str) -> Settings {
+    try_pod_settings(objects, deployment).unwrap_or_else(|text| panic!("{text}"))
+}
+
+/// [`pod_settings`], with the loader's refusal as `Err`.
+fn try_pod_settings(objects: &[Value], deployment: &str) -> Result<Settings, String> {
     let workload = find(objects, "Deployment", deployment);
     let c = container(workload);
     let config = env(c, "FIRSTLINE_CONFIG")
@@ -576,7 +589,9 @@ fn deployed_settings(deployment: &str) -> &'static Settings {
 /// [`SCRAPE_INTERVAL_SECS`]) and one KEDA poll. The cooldown must be longer, or KEDA could scale
 /// the last worker to zero in such a gap.
 fn longest_unseen_secs(settings: &Settings, polling_interval: u64) -> u64 {
-    let policy = &firstline_activities::round_policy(&settings.round, &settings.llm).activity;
+    let policy =
+        &firstline_activities::round_policy(&settings.round, &settings.llm, &settings.actions)
+            .activity;
     let longest_backoff_ms = (0..u64::from(policy.max_attempts).saturating_sub(1))
         .map(|i| policy.retry_initial_ms.saturating_mul(1 << i.min(32)))
         .max()
@@ -958,7 +973,7 @@ fn the_embedder_scales_on_its_consumer_lag_up_to_the_partition_count() {
 }
 
 /// Components an operator adds to a kustomization of theirs (each rendered by its own test).
-const OPTIONAL_COMPONENTS: &[&str] = &["deploy/keda/kafka-sasl"];
+const OPTIONAL_COMPONENTS: &[&str] = &["deploy/keda/kafka-sasl", ACTIONS];
 
 /// KEDA's `kafka` scaler: its authentication parameters (a TriggerAuthentication's
 /// `secretTargetRef[].parameter`), and the SASL modes its `sasl` metadata takes.
@@ -2215,6 +2230,933 @@ fn the_namespace_denies_by_default_and_only_the_worker_reaches_the_mcp_server() 
                 "{dir}: {what} takes nothing else"
             );
         }
+    }
+}
+
+// --- Actions -------------------------------------------------------------------------------------
+
+/// The component that turns actions on (docs/actions.md): the write-capable MCP server, its RBAC
+/// and policies, and `actions.enabled` with `actions.server` on the bot and the worker.
+const ACTIONS: &str = "deploy/actions";
+/// The read-only kubernetes-mcp-server of the base, and the write server deploy/actions adds.
+const READ_SERVER: &str = "firstline-kubernetes-mcp-server";
+const WRITE_SERVER: &str = "firstline-kubernetes-mcp-server-write";
+/// The write server's ServiceAccount, ClusterRole and ClusterRoleBinding.
+const ACTIONS_ACCOUNT: &str = "firstline-actions";
+
+/// The write server's ClusterRole, rule by rule: (API group, resource) → verbs, and the catalogue
+/// actions each serves. docs/actions.md shows the same table.
+const ACTION_RULES: &[(&str, &str, &[&str], &str)] = &[
+    (
+        "apps",
+        "deployments",
+        &["get", "patch"],
+        "roll back, restart",
+    ),
+    ("apps", "replicasets", &["list"], "roll back"),
+    ("apps", "statefulsets", &["get", "patch"], "restart"),
+    ("apps", "deployments/scale", &["get", "update"], "scale"),
+    ("apps", "statefulsets/scale", &["get", "update"], "scale"),
+    ("batch", "cronjobs", &["get", "patch"], "suspend, resume"),
+    ("", "pods", &["get", "delete"], "delete a pod"),
+    ("", "nodes", &["get", "patch"], "cordon, uncordon"),
+];
+
+/// The calls the worker sends the write server, per catalogue action: (action, tool, apiVersion,
+/// kind), as activities/src/action/writer.rs sends them. Each object is read before it is written
+/// (its resourceVersion must still be the one the approver saw); a rollback also lists the
+/// Deployment's ReplicaSets.
+const ACTION_CALLS: &[(&str, &str, &str, &str)] = &[
+    ("roll back", "resources_get", "apps/v1", "Deployment"),
+    ("roll back", "resources_list", "apps/v1", "ReplicaSet"),
+    (
+        "roll back",
+        "resources_create_or_update",
+        "apps/v1",
+        "Deployment",
+    ),
+    ("restart", "resources_get", "apps/v1", "Deployment"),
+    (
+        "restart",
+        "resources_create_or_update",
+        "apps/v1",
+        "Deployment",
+    ),
+    ("restart", "resources_get", "apps/v1", "StatefulSet"),
+    (
+        "restart",
+        "resources_create_or_update",
+        "apps/v1",
+        "StatefulSet",
+    ),
+    ("scale", "resources_get", "apps/v1", "Deployment"),
+    ("scale", "resources_scale", "apps/v1", "Deployment"),
+    ("scale", "resources_get", "apps/v1", "StatefulSet"),
+    ("scale", "resources_scale", "apps/v1", "StatefulSet"),
+    ("suspend, resume", "resources_get", "batch/v1", "CronJob"),
+    (
+        "suspend, resume",
+        "resources_create_or_update",
+        "batch/v1",
+        "CronJob",
+    ),
+    ("delete a pod", "resources_get", "v1", "Pod"),
+    ("delete a pod", "pods_delete", "v1", "Pod"),
+    ("cordon, uncordon", "resources_get", "v1", "Node"),
+    (
+        "cordon, uncordon",
+        "resources_create_or_update",
+        "v1",
+        "Node",
+    ),
+];
+
+/// What kubernetes-mcp-server's own RBAC metadata asks for that the role leaves out, on purpose
+/// (deploy/actions/kubernetes-mcp-server-write.yaml says why): `create` for an apply (authorized
+/// as `patch` on an object that exists; the worker never creates one), and the Services and
+/// Routes pods_delete removes only for pods the server itself started with pods_run.
+const APPLY_TOOL: &str = "resources_create_or_update";
+const APPLY_VERB_NOT_GRANTED: &str = "create";
+const POD_DELETE_TOOL: &str = "pods_delete";
+const POD_DELETE_CLEANUP_NOT_GRANTED: &[&str] = &["services", "routes"];
+
+/// Who may approve in the renders with actions: a namespace's user and user group, and everyone's
+/// group (`*`, which alone covers a node).
+const APPROVERS_TOML: &str = "
+[actions.approvers]
+shop = [\"U024BE7LH\", \"S0614TZR7\"]
+\"*\" = [\"S0SRE0001\"]
+";
+
+/// An operator's kustomization on top of `overlay` (a directory of the repository or of the
+/// operator's own) that adds deploy/actions, as docs/actions.md writes it; with `approvers`, its
+/// own firstline.toml (the repository's plus [`APPROVERS_TOML`]) replaces the base's. Rendered
+/// with plain `kubectl kustomize`.
+fn render_with_actions(tools: &Tools, overlay: &Path, approvers: bool) -> Vec<Value> {
+    let dir = tempfile::tempdir().expect("a directory");
+    let mut kustomization = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [relative_path(dir.path(), overlay)],
+        "components": [relative_path(dir.path(), &root().join(ACTIONS))],
+    });
+    if approvers {
+        let settings = read("deploy/base/firstline.toml") + APPROVERS_TOML;
+        std::fs::write(dir.path().join("firstline.toml"), settings).expect("written");
+        kustomization["configMapGenerator"] = json!([{
+            "name": "firstline-config",
+            "behavior": "replace",
+            "files": ["firstline.toml"],
+        }]);
+    }
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        serde_norway::to_string(&kustomization).expect("YAML"),
+    )
+    .expect("written");
+    render_path(
+        tools,
+        dir.path(),
+        &format!("{} + {ACTIONS}", overlay.display()),
+    )
+}
+
+/// A ClusterRole's grants, (group, resource) → verbs; no wildcard, resource name or
+/// non-resource URL is allowed in any rule.
+fn grants(role: &Value) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let mut granted: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        let id = format!("{}: {rule}", name(role));
+        assert!(
+            rule.get("nonResourceURLs").is_none() && rule.get("resourceNames").is_none(),
+            "{id}"
+        );
+        let verbs = string_set(&rule["verbs"]);
+        for group in string_set(&rule["apiGroups"]) {
+            for resource in string_set(&rule["resources"]) {
+                assert!(
+                    group != "*" && resource != "*" && !verbs.contains("*"),
+                    "{id}: no wildcards"
+                );
+                granted
+                    .entry((group.clone(), resource))
+                    .or_default()
+                    .extend(verbs.iter().cloned());
+            }
+        }
+    }
+    granted
+}
+
+/// [`ACTION_RULES`] as [`grants`] returns them.
+fn action_rules() -> BTreeMap<(String, String), BTreeSet<String>> {
+    ACTION_RULES
+        .iter()
+        .map(|(group, resource, verbs, _)| {
+            (
+                (group.to_string(), resource.to_string()),
+                verbs.iter().map(|v| v.to_string()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// `after` (a Deployment of a render with deploy/actions) without what the component and the
+/// operator's own settings change: the `FIRSTLINE_ACTIONS__*` variables, and the name of the
+/// settings' ConfigMap, which is `before`'s again.
+fn without_actions(after: &Value, before: &Value) -> Value {
+    let mut after = after.clone();
+    if kind(&after) != "Deployment" {
+        return after;
+    }
+    let spec = &mut after["spec"]["template"]["spec"];
+    for c in spec["containers"].as_array_mut().expect("containers") {
+        if let Some(env) = c["env"].as_array_mut() {
+            env.retain(|e| {
+                !e["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("FIRSTLINE_ACTIONS__")
+            });
+        }
+    }
+    let settings_volume = |spec: &Value| {
+        spec["volumes"]
+            .as_array()
+            .and_then(|v| v.iter().position(|v| v["name"] == "config"))
+    };
+    if let (Some(at), Some(was)) = (settings_volume(spec), settings_volume(pod_spec(before))) {
+        spec["volumes"][at]["configMap"]["name"] =
+            pod_spec(before)["volumes"][was]["configMap"]["name"].clone();
+    }
+    after
+}
+
+/// The tools a kubernetes-mcp-server Deployment of `objects` offers, as `tools/list` answers: the
+/// real binary (npm 0.0.67, `scripts/setup`) with the container's arguments, over stdio instead
+/// of `--port`, its `--config` file taken from the ConfigMap the pod mounts there, against a
+/// kubeconfig that points nowhere (listing tools asks nothing of a cluster).
+fn offered_tools(objects: &[Value], deployment: &str) -> Vec<Value> {
+    let binary = root().join(firstline_lab::peers::kubernetes_mcp_server_bin());
+    assert!(
+        binary.is_file(),
+        "kubernetes-mcp-server not found at {}: run scripts/setup",
+        binary.display()
+    );
+    let workload = find(objects, "Deployment", deployment);
+    let c = container(workload);
+    let scratch = tempfile::tempdir().expect("a directory");
+    let kubeconfig = scratch.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: none\n  cluster: {server: \"https://127.0.0.1:1\"}\n\
+         users:\n- name: none\n  user: {token: none}\ncontexts:\n- name: none\n  context: {cluster: none, user: none}\n\
+         current-context: none\n",
+    )
+    .expect("written");
+    let mut args = vec![format!("--kubeconfig={}", kubeconfig.display())];
+    for arg in string_list(&c["args"]) {
+        if arg.starts_with("--port") {
+            continue;
+        }
+        if let Some(path) = arg.strip_prefix("--config=") {
+            // The file as the pod sees it: the ConfigMap mounted at its directory.
+            let path = Path::new(path);
+            let mount = c["volumeMounts"]
+                .as_array()
+                .and_then(|m| {
+                    m.iter()
+                        .find(|m| m["mountPath"].as_str().map(Path::new) == path.parent())
+                })
+                .unwrap_or_else(|| panic!("{deployment}: nothing mounted at {}", path.display()));
+            let volume = pod_spec(workload)["volumes"]
+                .as_array()
+                .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+                .expect("the config volume");
+            let config_map = volume["configMap"]["name"].as_str().expect("a ConfigMap");
+            let key = path.file_name().and_then(|n| n.to_str()).expect("a file");
+            let text = find(objects, "ConfigMap", config_map)["data"][key]
+                .as_str()
+                .unwrap_or_else(|| panic!("ConfigMap {config_map} has no {key}"));
+            let file = scratch.path().join(key);
+            std::fs::write(&file, text).expect("written");
+            args.push(format!("--config={}", file.display()));
+            continue;
+        }
+        args.push(arg);
+    }
+    let log = std::fs::File::create(scratch.path().join("stderr")).expect("a log file");
+    let mut child = Command::new(&binary)
+        .args(&args)
+        .env_clear()
+        .env("HOME", scratch.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("kubernetes-mcp-server runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "tests/deploy.rs", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ] {
+        writeln!(stdin, "{message}").expect("written to the server");
+    }
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let listed = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match answers.recv_timeout(left) {
+            Ok(line) => {
+                let answer: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if answer["id"] == 2 {
+                    break Some(answer);
+                }
+            }
+            Err(_) => break None,
+        }
+    };
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let listed = listed.unwrap_or_else(|| {
+        panic!(
+            "{deployment}: kubernetes-mcp-server {args:?} listed no tools within 30 s:\n{}",
+            std::fs::read_to_string(scratch.path().join("stderr")).unwrap_or_default()
+        )
+    });
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{deployment}: tools/list answered {listed}"))
+        .clone()
+}
+
+fn string_list(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|v| v.as_str().expect("a string").to_string())
+        .collect()
+}
+
+/// The (group, resource) a call's `apiVersion` and `kind` name.
+fn resource_of_kind(api_version: &str, kind: &str) -> (String, String) {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let plural = match kind {
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "CronJob" | "Pod" | "Node" => {
+            format!("{}s", kind.to_lowercase())
+        }
+        other => panic!("{other}: add its resource name here"),
+    };
+    (group.to_string(), plural)
+}
+
+/// What kubernetes-mcp-server says a call needs (`io.kubernetes-mcp-server/rbac` in the tool's
+/// `_meta`), as (group, resource, verb).
+fn declared_needs(
+    tool: &Value,
+    api_version: &str,
+    kind: &str,
+) -> BTreeSet<(String, String, String)> {
+    let tool_name = tool["name"].as_str().expect("a name");
+    let rbac = &tool["_meta"]["io.kubernetes-mcp-server/rbac"];
+    assert_eq!(rbac["version"], "v1alpha1", "{tool_name}: {rbac}");
+    let mut needs = BTreeSet::new();
+    for requirement in rbac["bounded"]["requirements"]
+        .as_array()
+        .expect("requirements")
+    {
+        let target = &requirement["target"];
+        let (group, resource) = if let Some(resource) = target.get("resource") {
+            let plain = resource["resource"].as_str().expect("a resource");
+            let sub = resource["subresource"].as_str();
+            (
+                resource["apiGroup"].as_str().unwrap_or("").to_string(),
+                sub.map_or(plain.to_string(), |s| format!("{plain}/{s}")),
+            )
+        } else if let Some(gvk) = target.get("gvk") {
+            let (group, plural) = resource_of_kind(api_version, kind);
+            let sub = gvk["subresource"].as_str();
+            (
+                group,
+                sub.map_or(plural.clone(), |s| format!("{plural}/{s}")),
+            )
+        } else if target.get("manifest").is_some() {
+            resource_of_kind(api_version, kind)
+        } else {
+            panic!("{tool_name}: a target this test cannot read: {target}");
+        };
+        for verb in string_list(&requirement["verbs"]) {
+            let plain = resource.split('/').next().unwrap_or_default();
+            let left_out = (tool_name == APPLY_TOOL && verb == APPLY_VERB_NOT_GRANTED)
+                || (tool_name == POD_DELETE_TOOL
+                    && POD_DELETE_CLEANUP_NOT_GRANTED.contains(&plain));
+            if !left_out {
+                needs.insert((group.clone(), resource.clone(), verb));
+            }
+        }
+    }
+    needs
+}
+
+/// Adding deploy/actions to an overlay, as an operator does, deploys a write server whose
+/// ClusterRole is exactly the catalogue's (the table above) and nothing else, leaves the read
+/// server and its role as they were, runs the write server as the read server's twin minus
+/// `--read-only`, binds its account in the install's namespace, and changes nothing else but the
+/// bot's and the worker's variables. Every object passes the validators.
+#[test]
+fn the_actions_component_adds_a_write_server_allowed_exactly_the_catalogue() {
+    let tools = tools();
+    for overlay in ["deploy/overlays/http", "deploy/overlays/socket"] {
+        let default = rendered(overlay);
+        let objects = render_with_actions(&tools, &root().join(overlay), true);
+        let label = format!("{overlay} + {ACTIONS}");
+        validate_all(&tools, &label, &objects);
+        let yaml = normalised_yaml(&objects);
+        assert!(
+            !yaml.contains(NAME_PLACEHOLDER),
+            "{label}: a name left unset"
+        );
+
+        // The write role: the table, nothing more (no Secrets, exec, create, wildcard).
+        let role = find(&objects, "ClusterRole", ACTIONS_ACCOUNT);
+        let granted = grants(role);
+        assert_eq!(
+            granted,
+            action_rules(),
+            "{label}: the catalogue's rules, exactly"
+        );
+        for ((group, resource), verbs) in &granted {
+            assert!(
+                ![
+                    "secrets",
+                    "pods/exec",
+                    "pods/log",
+                    "pods/attach",
+                    "nodes/proxy"
+                ]
+                .contains(&resource.as_str()),
+                "{label}: {group}/{resource}"
+            );
+            for forbidden in [
+                "create",
+                "deletecollection",
+                "escalate",
+                "bind",
+                "impersonate",
+            ] {
+                assert!(
+                    !verbs.contains(forbidden),
+                    "{label}: {resource} {forbidden}"
+                );
+            }
+            if verbs.contains("delete") {
+                assert_eq!((group.as_str(), resource.as_str()), ("", "pods"), "{label}");
+            }
+        }
+        // The read role and everything else of the overlay, unchanged but for the processes'
+        // variables.
+        let added: BTreeSet<(String, String)> = objects
+            .iter()
+            .filter(|o| {
+                !default
+                    .iter()
+                    .any(|d| kind(d) == kind(o) && name(d) == name(o))
+            })
+            .map(|o| (kind(o).to_string(), name(o).to_string()))
+            .collect();
+        let write_config = of_kind(&objects, "ConfigMap")
+            .into_iter()
+            .map(name)
+            .find(|n| n.starts_with(WRITE_SERVER))
+            .expect("the write server's configuration");
+        let egress = format!("{WRITE_SERVER}-egress");
+        let expected: BTreeSet<(String, String)> = [
+            ("ServiceAccount", ACTIONS_ACCOUNT),
+            ("ClusterRole", ACTIONS_ACCOUNT),
+            ("ClusterRoleBinding", ACTIONS_ACCOUNT),
+            ("Deployment", WRITE_SERVER),
+            ("Service", WRITE_SERVER),
+            ("ConfigMap", write_config),
+            ("NetworkPolicy", WRITE_SERVER),
+            ("NetworkPolicy", egress.as_str()),
+            // The operator's firstline.toml (with approvers) replaces the base's.
+            (
+                "ConfigMap",
+                name(
+                    of_kind(&objects, "ConfigMap")
+                        .into_iter()
+                        .find(|c| name(c).starts_with("firstline-config-"))
+                        .expect("the settings"),
+                ),
+            ),
+        ]
+        .iter()
+        .map(|(k, n)| (k.to_string(), n.to_string()))
+        .collect();
+        assert_eq!(added, expected, "{label}: what the component adds");
+        for before in default {
+            if kind(before) == "ConfigMap" {
+                continue; // the settings, replaced above
+            }
+            let after = find(&objects, kind(before), name(before));
+            assert_eq!(
+                without_actions(after, before),
+                *before,
+                "{label}: {}/{} changed by {ACTIONS}",
+                kind(before),
+                name(before)
+            );
+        }
+        let read_role = find(
+            &objects,
+            "ClusterRole",
+            "firstline-kubernetes-mcp-server-read",
+        );
+        for verbs in grants(read_role).values() {
+            assert!(
+                verbs.is_subset(
+                    &["get", "list", "watch"]
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect()
+                ),
+                "{label}: the read role stays read-only: {verbs:?}"
+            );
+        }
+
+        // The write server: the read server's twin, without --read-only, with its own account.
+        let read_server = find(&objects, "Deployment", READ_SERVER);
+        let write_server = find(&objects, "Deployment", WRITE_SERVER);
+        let (read_c, write_c) = (container(read_server), container(write_server));
+        let read_args = string_list(&read_c["args"]);
+        let write_args = string_list(&write_c["args"]);
+        assert!(
+            read_args.contains(&"--read-only".to_string()),
+            "{label}: {read_args:?}"
+        );
+        assert!(
+            !write_args.iter().any(|a| a.starts_with("--read-only")),
+            "{label}: {write_args:?}"
+        );
+        for arg in ["--toolsets=core", "--list-output=yaml", "--port=8080"] {
+            assert!(
+                write_args.contains(&arg.to_string()),
+                "{label}: {arg} in {write_args:?}"
+            );
+        }
+        assert_eq!(write_c["image"], read_c["image"], "{label}: one image");
+        for field in [
+            "securityContext",
+            "resources",
+            "readinessProbe",
+            "livenessProbe",
+            "ports",
+            "env",
+        ] {
+            assert_eq!(
+                write_c[field], read_c[field],
+                "{label}: the container's {field}"
+            );
+        }
+        assert_eq!(
+            pod_spec(write_server)["securityContext"],
+            pod_spec(read_server)["securityContext"],
+            "{label}: the pod's securityContext"
+        );
+        assert_eq!(
+            pod_spec(write_server)["serviceAccountName"],
+            ACTIONS_ACCOUNT,
+            "{label}"
+        );
+        assert_eq!(
+            pod_spec(write_server)["automountServiceAccountToken"],
+            true,
+            "{label}"
+        );
+        let account = find(&objects, "ServiceAccount", ACTIONS_ACCOUNT);
+        assert_eq!(account["automountServiceAccountToken"], true, "{label}");
+        let namespace = &find(&objects, "Deployment", "firstline-worker")["metadata"]["namespace"];
+        for object in &objects {
+            if !CLUSTER_SCOPED.contains(&kind(object)) {
+                assert_eq!(
+                    object["metadata"]["namespace"],
+                    *namespace,
+                    "{label}: {}",
+                    name(object)
+                );
+            }
+        }
+        let binding = find(&objects, "ClusterRoleBinding", ACTIONS_ACCOUNT);
+        assert_eq!(binding["roleRef"]["name"], ACTIONS_ACCOUNT);
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": ACTIONS_ACCOUNT, "namespace": namespace}]),
+            "{label}"
+        );
+        // Only the write server's account is bound to the write role.
+        for other in of_kind(&objects, "ClusterRoleBinding") {
+            if name(other) != ACTIONS_ACCOUNT {
+                assert_ne!(other["roleRef"]["name"], ACTIONS_ACCOUNT, "{label}");
+            }
+        }
+    }
+
+    // docs/actions.md shows the same table.
+    let docs = read("docs/actions.md");
+    for (group, resource, verbs, actions) in ACTION_RULES {
+        let group = if group.is_empty() {
+            "core".to_string()
+        } else {
+            format!("`{group}`")
+        };
+        let row = format!(
+            "| {group} | `{resource}` | {} | {actions} |",
+            verbs.join(", ")
+        );
+        assert!(docs.contains(&row), "docs/actions.md lacks the row `{row}`");
+    }
+}
+
+/// The real kubernetes-mcp-server, started as each Deployment runs it: the read server offers
+/// only read-only tools; the write server exactly the ones the catalogue calls (its
+/// `enabled_tools`), and what the server itself says each catalogue call needs
+/// (`io.kubernetes-mcp-server/rbac`, minus the two things the role leaves out on purpose) is
+/// exactly the write role.
+#[test]
+fn the_write_server_offers_only_the_catalogues_tools_and_its_role_is_what_they_need() {
+    let tools = tools();
+    let objects = render_with_actions(&tools, &root().join("deploy/overlays/http"), true);
+
+    let read_tools = offered_tools(&objects, READ_SERVER);
+    assert!(read_tools.len() >= 10, "{read_tools:?}");
+    for tool in &read_tools {
+        assert_eq!(
+            tool["annotations"]["readOnlyHint"], true,
+            "the read server offers {}",
+            tool["name"]
+        );
+    }
+
+    let write = offered_tools(&objects, WRITE_SERVER);
+    let offered: BTreeSet<&str> = write
+        .iter()
+        .map(|t| t["name"].as_str().expect("a name"))
+        .collect();
+    let called: BTreeSet<&str> = ACTION_CALLS.iter().map(|(_, tool, _, _)| *tool).collect();
+    assert_eq!(
+        offered, called,
+        "the write server offers exactly the tools the catalogue calls"
+    );
+
+    let mut needed: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (action, tool_name, api_version, kind) in ACTION_CALLS {
+        let tool = write
+            .iter()
+            .find(|t| t["name"] == *tool_name)
+            .expect("offered");
+        let needs = declared_needs(tool, api_version, kind);
+        assert!(
+            !needs.is_empty(),
+            "{action}: {tool_name} {kind} needs nothing?"
+        );
+        for (group, resource, verb) in needs {
+            needed.entry((group, resource)).or_default().insert(verb);
+        }
+    }
+    let role = find(&objects, "ClusterRole", ACTIONS_ACCOUNT);
+    assert_eq!(
+        grants(role),
+        needed,
+        "the write role is what kubernetes-mcp-server says the catalogue's calls need"
+    );
+    assert_eq!(needed, action_rules());
+}
+
+/// With deploy/actions, the worker — and only the worker — reaches the write server, on the port
+/// its settings name; the write server reaches the Kubernetes API and nothing else; the read
+/// server's policies are as before.
+#[test]
+fn only_the_worker_reaches_the_write_server() {
+    let tools = tools();
+    for overlay in ["deploy/overlays/http", "deploy/overlays/socket"] {
+        let objects = render_with_actions(&tools, &root().join(overlay), true);
+        let label = format!("{overlay} + {ACTIONS}");
+        let migrate = rendered("deploy/migrate");
+        let policies: Vec<&Value> = objects
+            .iter()
+            .chain(migrate)
+            .filter(|o| kind(o) == "NetworkPolicy")
+            .collect();
+        let labels = |workload: &str| -> &Value {
+            &objects
+                .iter()
+                .chain(migrate)
+                .find(|o| matches!(kind(o), "Deployment" | "Job") && name(o) == workload)
+                .unwrap_or_else(|| panic!("{label}: no {workload}"))["spec"]["template"]["metadata"]
+                ["labels"]
+        };
+        let worker = End::Pod(labels("firstline-worker"));
+        let write = End::Pod(labels(WRITE_SERVER));
+        let read_server = End::Pod(labels(READ_SERVER));
+        let stranger_labels = json!({"app.kubernetes.io/name": "something-else"});
+        let allowed = |from, to, port| connection_allowed(&policies, from, to, port, "TCP");
+
+        let settings = pod_settings(&objects, "firstline-worker");
+        let url = settings
+            .actions
+            .server
+            .as_ref()
+            .and_then(|s| s.url.clone())
+            .expect("actions.server.url");
+        let port = port_in(&url);
+        assert!(
+            allowed(worker, write, port),
+            "{label}: the worker reaches the write server"
+        );
+        for (what, from) in [
+            ("bot", End::Pod(labels("firstline-bot"))),
+            ("embedder", End::Pod(labels("firstline-embedder"))),
+            ("migrate", End::Pod(labels("firstline-migrate"))),
+            ("the read server", read_server),
+            ("stranger", End::Pod(&stranger_labels)),
+            ("outside", End::Outside),
+        ] {
+            assert!(
+                !allowed(from, write, port),
+                "{label}: {what} must not reach the write server"
+            );
+        }
+        for api in [443, 6443] {
+            assert!(
+                allowed(write, End::Outside, api),
+                "{label}: the write server → API :{api}"
+            );
+        }
+        for port in [5432, 7233, 8080, 80] {
+            assert!(
+                !allowed(write, End::Outside, port),
+                "{label}: the write server → :{port}"
+            );
+        }
+        assert!(
+            !allowed(write, read_server, 8080),
+            "{label}: the write server → the read server"
+        );
+        assert!(
+            allowed(worker, read_server, 8080),
+            "{label}: the worker still reaches the read server"
+        );
+        assert!(!allowed(read_server, write, port), "{label}");
+    }
+}
+
+/// The default install (every kustomization an operator applies without deploy/actions) has no
+/// write server, no write permission and actions off in every process.
+#[test]
+fn without_the_component_there_is_no_write_server_and_actions_are_off() {
+    for dir in KUSTOMIZATIONS {
+        for object in rendered(dir) {
+            let id = format!("{dir}: {}/{}", kind(object), name(object));
+            assert!(
+                !name(object).starts_with(WRITE_SERVER) && name(object) != ACTIONS_ACCOUNT,
+                "{id}"
+            );
+            if kind(object) == "ClusterRole" {
+                for verbs in grants(object).values() {
+                    assert!(
+                        verbs
+                            .iter()
+                            .all(|v| ["get", "list", "watch"].contains(&v.as_str())),
+                        "{id}: {verbs:?}"
+                    );
+                }
+            }
+            if matches!(kind(object), "Deployment" | "Job") {
+                let c = container(object);
+                for variable in c["env"].as_array().into_iter().flatten() {
+                    let variable = variable["name"].as_str().unwrap_or_default();
+                    assert!(
+                        !variable.starts_with("FIRSTLINE_ACTIONS__"),
+                        "{id}: {variable}"
+                    );
+                }
+                if name(object).starts_with(READ_SERVER) {
+                    assert!(
+                        string_list(&c["args"]).contains(&"--read-only".to_string()),
+                        "{id}"
+                    );
+                }
+            }
+        }
+    }
+    for process in PROCESSES {
+        let settings = deployed_settings(process);
+        assert!(
+            !settings.actions.enabled,
+            "{process}: actions are off by default"
+        );
+        assert!(settings.actions.server.is_none(), "{process}");
+    }
+}
+
+/// The component turns actions on in the bot and the worker (not the embedder) and points them at
+/// its Service, a server none of `mcp.servers` is; with nobody listed in `[actions.approvers]`,
+/// they refuse to start, naming the setting.
+#[test]
+fn the_component_turns_actions_on_and_needs_approvers_in_firstline_toml() {
+    let tools = tools();
+    let objects = render_with_actions(&tools, &root().join("deploy/overlays/http"), true);
+    let service = find(&objects, "Service", WRITE_SERVER);
+    let url = format!(
+        "http://{}:{}/mcp",
+        name(service),
+        service["spec"]["ports"][0]["port"]
+    );
+    assert_eq!(
+        service["spec"]["selector"],
+        find(&objects, "Deployment", WRITE_SERVER)["spec"]["selector"]["matchLabels"]
+    );
+    for process in ["firstline-worker", "firstline-bot"] {
+        let settings = pod_settings(&objects, process);
+        let actions = &settings.actions;
+        assert!(actions.enabled, "{process}");
+        let server = actions.server.as_ref().expect("actions.server");
+        assert_eq!(server.url.as_deref(), Some(url.as_str()), "{process}");
+        assert_eq!(
+            server.profile.as_deref(),
+            Some("kubernetes-mcp-server"),
+            "{process}"
+        );
+        assert!(
+            settings
+                .mcp
+                .servers
+                .iter()
+                .all(|read| read.name != server.name && read.url != server.url),
+            "{process}: the write server is none of the read servers"
+        );
+        assert_eq!(
+            actions.approvers_for(Some("shop")),
+            ["S0614TZR7", "S0SRE0001", "U024BE7LH"],
+            "{process}"
+        );
+        assert_eq!(actions.approvers_for(None), ["S0SRE0001"], "{process}");
+    }
+    assert!(!pod_settings(&objects, "firstline-embedder").actions.enabled);
+
+    let unapproved = render_with_actions(&tools, &root().join("deploy/overlays/http"), false);
+    for process in ["firstline-worker", "firstline-bot"] {
+        let refusal = try_pod_settings(&unapproved, process)
+            .expect_err("actions on with no approver must not load");
+        assert!(
+            refusal.contains("actions.approvers"),
+            "{process}: {refusal}"
+        );
+    }
+}
+
+/// An operator's install in another namespace (their copy of deploy/names, as in
+/// [`an_operators_overlay_renames_the_whole_install_once`]) with deploy/actions listed before or
+/// after their names: the write server's objects and its binding's subject are in their
+/// namespace, and the render passes the validators.
+#[test]
+fn an_operators_renamed_install_binds_the_write_account_in_its_namespace() {
+    let tools = tools();
+    let namespace = RENAMED
+        .iter()
+        .find(|(key, _)| *key == "namespace")
+        .map(|(_, value)| *value)
+        .expect("a namespace");
+    let operator = tempfile::tempdir().expect("a directory");
+    let names_dir = operator.path().join("names");
+    std::fs::create_dir_all(&names_dir).expect("created");
+    let mut names: Value = serde_norway::from_str(&read(&format!("{NAMES}/kustomization.yaml")))
+        .expect("a kustomization");
+    names["namespace"] = json!(namespace);
+    names["transformers"] = json!([relative_path(
+        &names_dir,
+        &root().join(NAMES).join("transformers")
+    )]);
+    std::fs::write(
+        names_dir.join("kustomization.yaml"),
+        serde_norway::to_string(&names).expect("YAML"),
+    )
+    .expect("written");
+    for (label, names_first) in [
+        ("names, then actions", true),
+        ("actions, then names", false),
+    ] {
+        let app = operator
+            .path()
+            .join(if names_first { "app-a" } else { "app-b" });
+        std::fs::create_dir_all(&app).expect("created");
+        let actions = relative_path(&app, &root().join(ACTIONS));
+        let components = if names_first {
+            json!(["../names", actions])
+        } else {
+            json!([actions, "../names"])
+        };
+        let kustomization = json!({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [
+                relative_path(&app, &root().join("deploy/overlays/http")),
+                relative_path(&app, &root().join("deploy/keda/temporal-api-key")),
+            ],
+            "components": components,
+        });
+        std::fs::write(
+            app.join("kustomization.yaml"),
+            serde_norway::to_string(&kustomization).expect("YAML"),
+        )
+        .expect("written");
+        let objects = render_path(&tools, &app, label);
+        validate_all(&tools, label, &objects);
+        assert!(
+            !normalised_yaml(&objects).contains(NAME_PLACEHOLDER),
+            "{label}"
+        );
+        for object in &objects {
+            if !CLUSTER_SCOPED.contains(&kind(object)) {
+                assert_eq!(
+                    object["metadata"]["namespace"],
+                    namespace,
+                    "{label}: {}",
+                    name(object)
+                );
+            }
+        }
+        for binding in of_kind(&objects, "ClusterRoleBinding") {
+            for subject in binding["subjects"].as_array().expect("subjects") {
+                assert_eq!(
+                    subject["namespace"],
+                    namespace,
+                    "{label}: {}",
+                    name(binding)
+                );
+                find(
+                    &objects,
+                    "ServiceAccount",
+                    subject["name"].as_str().expect("a name"),
+                );
+            }
+        }
+        find(&objects, "ClusterRoleBinding", ACTIONS_ACCOUNT);
     }
 }
 
