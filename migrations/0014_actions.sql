@@ -25,6 +25,9 @@ CREATE TABLE actions (
     decided_at   timestamptz,
     -- Execution attempts started (a worker killed mid-way leaves one started and none finished).
     attempts     integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    -- Set right before the write is first sent: from then on an attempt that cannot tell whether
+    -- it landed retries (reading the object) instead of reporting it not executed.
+    write_sent_at timestamptz,
     executed_at  timestamptz,
     -- What the write server answered, or why nothing was written.
     result       text,

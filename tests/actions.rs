@@ -26,7 +26,7 @@ fn action_settings() -> firstline_config::Settings {
         .approvers
         .insert("*".into(), vec![APPROVER.into()]);
     settings.actions.approval_timeout_secs = 600;
-    settings.actions.verify_secs = 30;
+    settings.actions.verify_secs = 60;
     settings.actions.verify_interval_secs = 2;
     settings
 }
@@ -316,7 +316,8 @@ async fn a_proposal_nobody_decides_expires_and_says_so() {
             .message(&app.channel, &reply_ts)?
             .blocks?
             .to_string();
-        (shown.contains("Expired at") && !shown.contains("firstline.action.")).then_some(())
+        (shown.contains("Expired: nobody decided") && !shown.contains("firstline.action."))
+            .then_some(())
     })
     .await;
     // A late click decides nothing and is told why.
@@ -428,5 +429,40 @@ async fn with_actions_off_nothing_is_proposed() {
         .to_string();
     assert!(!shown.contains("firstline.action."), "{shown}");
     assert!(audit(&app).await.is_none());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_rollback_after_which_the_errors_go_on_is_reported_not_recovered_with_its_undo() {
+    // The lab's world for this scenario says nothing of what follows an action: the error rate
+    // stays where it was.
+    let mut settings = action_settings();
+    settings.actions.verify_secs = 40;
+    let mut app = RoundApp::spawn("bad-deploy-error-rate", settings).await;
+    app.start_worker(None).await;
+    let alert = app.post_alert(None).await;
+    app.wait_rounds(&alert, 1, ROUND).await;
+    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    app.slack
+        .user_acts(&app.channel, APPROVER, &reply_ts, approve)
+        .await
+        .expect("acknowledged");
+    let row = wait_state(&app, &["executed"], Duration::from_secs(150)).await;
+    let verification = row.verification.expect("verified");
+    assert_eq!(verification["recovered"], false, "{verification:#}");
+    assert!(
+        verification["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("still")),
+        "{verification:#}"
+    );
+    let said = app
+        .bot_replies(&alert)
+        .into_iter()
+        .find(|r| Some(&r.ts) == row.outcome_ts.as_ref())
+        .expect("the outcome reply");
+    assert!(said.text.contains("Not recovered"), "{}", said.text);
+    assert!(said.text.contains("Undo: roll back"), "{}", said.text);
+    assert_eq!(app.lab.writes().all().len(), 1);
     app.stop().await;
 }

@@ -105,9 +105,14 @@ pub fn round_policy(
         }),
         actions: actions.enabled.then(|| ActionPolicy {
             approval_timeout_secs: actions.approval_timeout_secs,
+            execute: ActivityPolicy {
+                start_to_close_secs: round.activity_timeout_secs + ACTION_CALLS_SECS,
+                heartbeat_secs: Some(ACTION_HEARTBEAT_SECS),
+                ..activity.clone()
+            },
             verify: ActivityPolicy {
-                start_to_close_secs: actions.verify_secs + REFINE_MARGIN_SECS,
-                heartbeat_secs: Some(VERIFY_HEARTBEAT_SECS),
+                start_to_close_secs: actions.verify_secs + ACTION_CALLS_SECS,
+                heartbeat_secs: Some(ACTION_HEARTBEAT_SECS),
                 ..activity.clone()
             },
         }),
@@ -119,8 +124,13 @@ pub fn round_policy(
 /// calls): reading the checkpoint and storing the outcome.
 const REFINE_MARGIN_SECS: u64 = 10;
 
-/// Heartbeat timeout of `verify_action`, which beats between its readings and while it waits.
-const VERIFY_HEARTBEAT_SECS: u64 = 10;
+/// Time an action activity gets beyond its own work for its tool calls: connecting and a few
+/// calls at the default `mcp.*` timeouts (10 s + 4 × 15 s), plus storing the outcome.
+const ACTION_CALLS_SECS: u64 = 80;
+
+/// Heartbeat timeout of `execute_action` and `verify_action`, which beat while they work: a
+/// worker lost in the middle is noticed in seconds, not at the end of a long start-to-close.
+const ACTION_HEARTBEAT_SECS: u64 = 10;
 
 /// How often a long activity other than `run_graph` (which beats per step) heartbeats; the worker
 /// throttles what it sends to a fraction of the heartbeat timeout.
@@ -389,8 +399,9 @@ impl Activities {
         let Some(actions) = &self.deps.actions else {
             return Err(failure(RoundError::ActionsOff(input.action_id)));
         };
-        crate::action::execute::execute_action(&self.deps.pool, actions, &input)
-            .instrument(span)
+        let execute = crate::action::execute::execute_action(&self.deps.pool, actions, &input)
+            .instrument(span);
+        heartbeating(&ctx, input.round, execute)
             .await
             .map_err(failure)
     }

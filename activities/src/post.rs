@@ -26,7 +26,7 @@ const MAX_REASON_CHARS: usize = 300;
 /// Advisory lock class of "posting round N" (`FLPT`).
 const POST_LOCK_CLASS: i32 = 0x464c_5054;
 /// Thread messages read when looking for an earlier reply.
-const REPLIES_SCANNED: u16 = 4_000;
+pub(crate) const REPLIES_SCANNED: u16 = 4_000;
 
 /// Replaces reaction `from` with `to` on message `target`. A reaction is cosmetic: whatever
 /// Slack answers (`message_not_found` for a deleted message, a rate limit, an outage) is logged
@@ -159,6 +159,9 @@ async fn post_locked(
                         metadata: Some(round_metadata(thread_id, round, grounded)),
                     };
                     let ts = slack.post_message(&message).await?;
+                    if let Some(action) = &action {
+                        firstline_store::actions::set_message(pool, action.id, &ts).await?;
+                    }
                     faults::pause(faults::POST_AFTER_SEND).await;
                     store_posted(pool, round_id, &ts).await?;
                     tracing::info!(%ts, grounded, "reply posted");

@@ -148,7 +148,13 @@ impl Approvals {
         let Some(row) = actions::get(pool, click.action_id).await? else {
             return Ok(Outcome::Refused(Refusal::Unknown));
         };
-        if row.thread != click.thread || row.message_ts.as_deref() != Some(&click.message_ts) {
+        // The reply's ts is stored just after Slack answered the post: a click in between
+        // comes from that reply (its thread, its change's hash) before the row knows its ts.
+        let shown_here = row
+            .message_ts
+            .as_deref()
+            .is_none_or(|ts| ts == click.message_ts);
+        if row.thread != click.thread || !shown_here {
             return Ok(Outcome::Refused(Refusal::NotShownHere));
         }
         if row.change_hash != click.hash {

@@ -49,6 +49,8 @@ pub struct ActionRow {
     pub decided_by: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
     pub attempts: i32,
+    /// An attempt began sending the write (it may have landed).
+    pub write_sent: bool,
     pub executed_at: Option<DateTime<Utc>>,
     pub result: Option<String>,
     pub verification: Option<Value>,
@@ -99,6 +101,7 @@ struct Raw {
     decided_by: Option<String>,
     decided_at: Option<DateTime<Utc>>,
     attempts: i32,
+    write_sent: bool,
     executed_at: Option<DateTime<Utc>>,
     result: Option<String>,
     verification: Option<Json<Value>>,
@@ -132,6 +135,7 @@ impl Raw {
             decided_by: self.decided_by,
             decided_at: self.decided_at,
             attempts: self.attempts,
+            write_sent: self.write_sent,
             executed_at: self.executed_at,
             result: self.result,
             verification: self.verification.map(|v| v.0),
@@ -144,7 +148,7 @@ impl Raw {
 const SELECT: &str =
     "SELECT a.id, a.thread_id, t.team_id, t.channel_id, t.thread_ts, r.number AS round,
         a.action, a.object, a.cause, a.change, a.change_hash, a.state, a.message_ts, a.proposed_at,
-        a.expires_at, a.decided_by, a.decided_at, a.attempts, a.executed_at, a.result,
+        a.expires_at, a.decided_by, a.decided_at, a.attempts, a.write_sent_at IS NOT NULL AS write_sent, a.executed_at, a.result,
         a.verification, a.outcome_attempted_at IS NOT NULL AS outcome_attempted, a.outcome_ts
    FROM actions a JOIN threads t ON t.id = a.thread_id JOIN rounds r ON r.id = a.round_id";
 
@@ -346,6 +350,17 @@ pub async fn start_execution(pool: &PgPool, id: i64) -> Result<Execution, sqlx::
         (None, ActionState::Executed | ActionState::Failed) => Execution::Finished(row),
         (None, _) => Execution::NotApproved(row),
     })
+}
+
+/// Marks that action `id`'s write is about to be sent (kept from the first attempt on).
+pub async fn write_sent(pool: &PgPool, id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE actions SET write_sent_at = coalesce(write_sent_at, now()) WHERE id = $1 AND state = 'approved'",
+    )
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(())
 }
 
 /// Stores the outcome of action `id`'s write, once: `executed` with what the server answered,

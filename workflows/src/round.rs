@@ -372,7 +372,7 @@ async fn await_decision(
             .execute_activity(
                 RoundActivities::execute_action,
                 action.clone(),
-                options(&policy.activity),
+                options(&actions.execute),
             )
             .await;
         match executed {

@@ -272,6 +272,9 @@ pub enum RunOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionPolicy {
     pub approval_timeout_secs: u64,
+    /// `execute_action`'s limits: long enough for its reads and the write, each bounded by the
+    /// tool layer, so a slow attempt is not overlapped by its own retry.
+    pub execute: ActivityPolicy,
     /// `verify_action`'s limits (its start-to-close covers `actions.verify_secs`).
     pub verify: ActivityPolicy,
 }

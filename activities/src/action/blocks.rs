@@ -12,8 +12,8 @@ use firstline_store::actions::ActionRow;
 use super::change::Change;
 use super::verify::Verification;
 
-/// Fields listed in the reply; the rest are counted.
-const SHOWN_FIELDS: usize = 8;
+/// Fields listed in the reply (a change never has more: `change.rs` refuses larger ones).
+const SHOWN_FIELDS: usize = 40;
 /// `metadata.event_type` of an action's outcome reply.
 pub const ACTION_EVENT_TYPE: &str = "firstline_action";
 
@@ -115,10 +115,10 @@ pub fn status(action: &ActionRow, state: ActionState) -> String {
         ActionState::Proposed => "Waiting for a decision".into(),
         ActionState::Approved => format!("✅ Approved by {by} at {when} — running"),
         ActionState::Rejected => format!("✖️ Rejected by {by} at {when}; nothing was changed"),
-        ActionState::Expired => format!(
-            "⌛ Expired at {}: nobody decided in time; nothing was changed",
-            clock(action.expires_at)
-        ),
+        ActionState::Expired => {
+            "⌛ Expired: nobody decided before it timed out or a newer round began; nothing was changed"
+                .to_string()
+        }
         ActionState::Failed => format!("❌ Approved by {by} at {when}, not executed: {result}"),
         ActionState::Executed => {
             let verified = action

@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use firstline_investigation::evidence::canonical_json;
+use firstline_investigation::kube;
 use firstline_model::Action;
 
 /// The annotation that carries an action's idempotency key on the object it changed: a retried
@@ -70,7 +72,7 @@ fn hash(tool: &str, arguments: &Map<String, Value>) -> String {
     let mut hasher = Sha256::new();
     hasher.update(tool.as_bytes());
     hasher.update([0]);
-    hasher.update(canonical(&Value::Object(arguments.clone())).as_bytes());
+    hasher.update(canonical_json(&Value::Object(arguments.clone())).as_bytes());
     hex::encode(hasher.finalize())
 }
 
@@ -120,7 +122,7 @@ fn plan_unhashed(
         return Err(unfit("the write server did not return this object"));
     }
     let resource_version = text(object, "/metadata/resourceVersion");
-    let selector = selector_of(object);
+    let selector = kube::selector_of(&object.to_string());
     let mut change = Change {
         tool: "resources_create_or_update".to_string(),
         arguments: Map::new(),
@@ -135,7 +137,7 @@ fn plan_unhashed(
         why: String::new(),
         query: None,
     };
-    let mut desired = writable(object, key);
+    let mut desired = applied(object, key);
     match action {
         Action::Rollback {
             deployment,
@@ -157,7 +159,7 @@ fn plan_unhashed(
                 .replica_sets
                 .iter()
                 .find(|rs| {
-                    owned_by(rs, "Deployment", deployment)
+                    owned_by(rs, "Deployment", deployment, text(object, "/metadata/uid"))
                         && text(rs, &format!("/metadata/annotations/{}", escape(REVISION)))
                             .as_deref()
                             == Some(to_revision.to_string().as_str())
@@ -183,6 +185,11 @@ fn plan_unhashed(
                 .cloned()
                 .unwrap_or(Value::Null);
             change.fields = diff("spec.template", &before, &template);
+            if change.fields.len() >= MAX_FIELDS {
+                return Err(unfit(&format!(
+                    "revision {to_revision}'s template differs in more than {MAX_FIELDS} fields: too much to approve from a message"
+                )));
+            }
             if change.fields.is_empty() {
                 return Err(unfit(&format!(
                     "revision {to_revision}'s pod template is the one running now"
@@ -191,16 +198,15 @@ fn plan_unhashed(
             desired["spec"]["template"] = template;
         }
         Action::Restart { .. } => {
-            let annotations = &mut desired["spec"]["template"]["metadata"]["annotations"];
-            if !annotations.is_object() {
-                *annotations = json!({});
-            }
-            let before = annotations
-                .get(RESTARTED_AT)
-                .and_then(Value::as_str)
-                .unwrap_or("(unset)")
-                .to_string();
-            annotations[RESTARTED_AT] = json!(now);
+            let before = text(
+                object,
+                &format!(
+                    "/spec/template/metadata/annotations/{}",
+                    escape(RESTARTED_AT)
+                ),
+            )
+            .unwrap_or_else(|| "(unset)".into());
+            desired["spec"]["template"] = json!({"metadata": {"annotations": {RESTARTED_AT: now}}});
             change.fields.push(FieldChange {
                 field: format!("spec.template.metadata.annotations.{RESTARTED_AT}"),
                 before,
@@ -304,14 +310,17 @@ fn plan_unhashed(
 /// Whether the write of `change` is already on `object` as read now: its key is on the object
 /// (create-or-update), the replicas are already the target (scale), the pod is gone or is another
 /// pod (delete).
-pub fn already_applied(change: &Change, object: Option<&Value>) -> bool {
+pub fn already_applied(change: &Change, action: &Action, object: Option<&Value>) -> bool {
     match change.tool.as_str() {
         "pods_delete" => match object {
             None => true,
             Some(object) => change.uid.is_some() && text(object, "/metadata/uid") != change.uid,
         },
         "resources_scale" => {
-            let target = change.arguments.get("scale").and_then(Value::as_u64);
+            let target = match action {
+                Action::Scale { to, .. } => Some(u64::from(*to)),
+                _ => None,
+            };
             object
                 .and_then(|o| o.pointer("/spec/replicas"))
                 .and_then(Value::as_u64)
@@ -365,30 +374,24 @@ pub fn moved_on(change: &Change, object: Option<&Value>) -> Option<String> {
     }
 }
 
-/// The object as it may be written back: what the server owns (status, managed fields, uid,
-/// creation time, generation) removed, the idempotency key added.
-fn writable(object: &Value, key: &str) -> Value {
-    let mut desired = object.clone();
-    if let Some(map) = desired.as_object_mut() {
-        map.remove("status");
-    }
-    if let Some(metadata) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
-        for owned in [
-            "managedFields",
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "selfLink",
-        ] {
-            metadata.remove(owned);
+/// The object to apply: its identity, the resourceVersion read (so the API server refuses it if
+/// the object moved on) and the idempotency key — the spec fields each action sets are added to
+/// it. Nothing else: a server-side apply takes ownership of every field it sends, and the fields
+/// other managers (a deployer, Helm, Argo CD) own stay theirs.
+fn applied(object: &Value, key: &str) -> Value {
+    let mut metadata = json!({"name": object.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+                              "annotations": {ACTION_ANNOTATION: key}});
+    for field in ["namespace", "resourceVersion"] {
+        if let Some(value) = object.pointer(&format!("/metadata/{field}")) {
+            metadata[field] = value.clone();
         }
-        let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
-        if !annotations.is_object() {
-            *annotations = json!({});
-        }
-        annotations[ACTION_ANNOTATION] = json!(key);
     }
-    desired
+    json!({
+        "apiVersion": object.get("apiVersion").cloned().unwrap_or(Value::Null),
+        "kind": object.get("kind").cloned().unwrap_or(Value::Null),
+        "metadata": metadata,
+        "spec": {},
+    })
 }
 
 /// The fields in which `after` differs from `before`, as dotted paths under `path`.
@@ -420,14 +423,32 @@ fn walk_diff(path: &str, before: &Value, after: &Value, out: &mut Vec<FieldChang
                 );
             }
         }
+        // Containers, env entries, volumes, ports: matched by name, so an entry added or
+        // removed is one field, not every later index.
+        (Value::Array(b), Value::Array(a)) if depth < MAX_DEPTH && named(b) && named(a) => {
+            let name = |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_string);
+            let names: std::collections::BTreeSet<String> =
+                b.iter().chain(a.iter()).filter_map(name).collect();
+            for entry in names {
+                let find = |items: &[Value]| {
+                    items
+                        .iter()
+                        .find(|v| name(v).as_deref() == Some(entry.as_str()))
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                };
+                walk_diff(
+                    &format!("{path}[{entry}]"),
+                    &find(b),
+                    &find(a),
+                    out,
+                    depth + 1,
+                );
+            }
+        }
         (Value::Array(b), Value::Array(a)) if depth < MAX_DEPTH && b.len() == a.len() => {
             for (i, (b, a)) in b.iter().zip(a).enumerate() {
-                // A container is named: `containers[app]` reads better than `containers[0]`.
-                let label = a
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map_or(i.to_string(), str::to_string);
-                walk_diff(&format!("{path}[{label}]"), b, a, out, depth + 1);
+                walk_diff(&format!("{path}[{i}]"), b, a, out, depth + 1);
             }
         }
         _ => out.push(FieldChange {
@@ -438,6 +459,14 @@ fn walk_diff(path: &str, before: &Value, after: &Value, out: &mut Vec<FieldChang
     }
 }
 
+/// Every item an object with a `name`.
+fn named(items: &[Value]) -> bool {
+    !items.is_empty()
+        && items
+            .iter()
+            .all(|v| v.get("name").is_some_and(Value::is_string))
+}
+
 fn shown(value: &Value) -> String {
     match value {
         Value::Null => "(unset)".into(),
@@ -446,26 +475,21 @@ fn shown(value: &Value) -> String {
     }
 }
 
-/// A workload's selector as `k=v,k2=v2`.
-pub(super) fn selector_of(object: &Value) -> Option<String> {
-    let labels = object
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)?;
-    let parts: Vec<String> = labels
-        .iter()
-        .filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(","))
-}
-
-fn owned_by(object: &Value, kind: &str, name: &str) -> bool {
+/// Whether `object` is owned by the `kind` named `name` (and, when both say, of uid `uid`: a
+/// Deployment deleted and made again under its name owns none of the old ReplicaSets).
+fn owned_by(object: &Value, kind: &str, name: &str, uid: Option<String>) -> bool {
     object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|owners| {
             owners.iter().any(|o| {
+                let same_uid = match (o.get("uid").and_then(Value::as_str), uid.as_deref()) {
+                    (Some(owner), Some(uid)) => owner == uid,
+                    _ => true,
+                };
                 o.get("kind").and_then(Value::as_str) == Some(kind)
                     && o.get("name").and_then(Value::as_str) == Some(name)
+                    && same_uid
             })
         })
 }
@@ -491,26 +515,6 @@ pub(super) fn json_map(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
-    }
-}
-
-/// JSON with object keys sorted at every level.
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
-                .collect();
-            format!("{{{}}}", fields.join(","))
-        }
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
     }
 }
 

@@ -24,7 +24,7 @@ use firstline_store::actions::{self as store, ActionRow, Execution};
 use firstline_workflows::types::{ActionInput, ActionOutcome};
 
 use super::ActionDeps;
-use super::change::{self, Change};
+use super::change::{self, Change, Read};
 use crate::RoundError;
 
 /// Executes action `input.action_id` if it is approved and not yet done.
@@ -58,35 +58,65 @@ pub async fn execute_action(
         tracing::info!(state = row.state.as_str(), %result, "action finished");
         Ok::<_, RoundError>(outcome(&row))
     };
-    let now = match deps.writer.get(&reads, &target).await {
-        Ok(now) => now,
-        Err(reason) => {
-            return finish(
+    // Once a write may have been sent, not knowing is a reason to look again, never an outcome.
+    let write_sent = row.write_sent;
+    let shown = target.to_string();
+    let unreadable = |reason: String| async move {
+        let target = shown;
+        if write_sent {
+            Err(RoundError::WriteUnknown {
+                action_id,
+                reason: format!("could not read {target} after a write was sent: {reason}"),
+            })
+        } else {
+            finish(
                 false,
                 format!("not executed: could not read {target}: {reason}"),
             )
-            .await;
+            .await
         }
     };
-    if change::already_applied(&change, now.as_ref()) {
+    // One read: what it shows decides, and the write is computed from it.
+    let read = match &row.action {
+        firstline_model::Action::DeletePod { .. } => match deps.writer.get(&reads, &target).await {
+            Ok(Some(object)) => Some(Read {
+                object,
+                replica_sets: Vec::new(),
+            }),
+            Ok(None) => None,
+            Err(reason) => return unreadable(reason).await,
+        },
+        action => match deps.writer.read(&reads, action).await {
+            Ok(read) => Some(read),
+            Err(reason) => return unreadable(reason).await,
+        },
+    };
+    let now = read.as_ref().map(|r| &r.object);
+    if change::already_applied(&change, &row.action, now) {
+        // The key is this action's own; a target state without it (replicas, a pod gone) is
+        // ours only if this action sent its write.
+        if change.tool == "resources_create_or_update" || row.write_sent {
+            return finish(
+                true,
+                format!("{target} already carries this change (an earlier attempt applied it)"),
+            )
+            .await;
+        }
         return finish(
-            true,
-            format!("{target} already carries this change (an earlier attempt applied it)"),
+            false,
+            format!("refused: {target} is already as this action would leave it, by someone else's hand; nothing was written"),
         )
         .await;
     }
-    if let Some(why) = change::moved_on(&change, now.as_ref()) {
+    if let Some(why) = change::moved_on(&change, now) {
         return finish(false, format!("refused: {why}; nothing was written")).await;
     }
-    let read = match deps.writer.read(&reads, &row.action).await {
-        Ok(read) => read,
-        Err(reason) => {
-            return finish(
-                false,
-                format!("not executed: could not read {target}: {reason}"),
-            )
-            .await;
-        }
+    let Some(read) = read else {
+        return finish(
+            false,
+            format!("refused: {target} no longer exists; nothing was written"),
+        )
+        .await;
     };
     let planned = match change::plan(&row.action, &read, &change.key, &change.stamp) {
         Ok(planned) => planned,
@@ -101,6 +131,7 @@ pub async fn execute_action(
         )
         .await;
     }
+    store::write_sent(pool, action_id).await?;
     let writes = deps
         .writer
         .scope("write", row.thread_id, row.round, action_id);
@@ -108,14 +139,10 @@ pub async fn execute_action(
     faults::pause(faults::ACTION_AFTER_WRITE).await;
     match written {
         Written::Applied(answer) => {
-            finish(true, format!("applied: {}", first_line(&answer, &target))).await
+            finish(true, format!("applied: {}", said(&answer, &target))).await
         }
         Written::Refused(words) => {
-            finish(
-                false,
-                format!("the write server refused: {}", first_line(&words, &target)),
-            )
-            .await
+            finish(false, format!("the write server refused: {words}")).await
         }
         Written::NotSent(reason) => finish(false, format!("not sent: {reason}")).await,
         Written::Unknown(reason) => Err(RoundError::WriteUnknown { action_id, reason }),
@@ -136,19 +163,15 @@ pub(super) fn outcome(row: &ActionRow) -> ActionOutcome {
     }
 }
 
-/// A server's answer in one line: its first non-empty line, cut.
-fn first_line(text: &str, target: &firstline_model::ObjectRef) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("(no message)");
-    // A create-or-update answers with the whole object; its kind line says nothing.
-    let line = if line.starts_with("apiVersion:") || line.starts_with('{') || line.starts_with('#')
+/// What the server answered, in words: a create-or-update answers with the object written,
+/// whose first line says nothing.
+fn said(first_line: &str, target: &firstline_model::ObjectRef) -> String {
+    if first_line.starts_with("apiVersion:")
+        || first_line.starts_with('{')
+        || first_line.starts_with('#')
     {
         format!("{target} updated")
     } else {
-        line.to_string()
-    };
-    firstline_model::text::clip(&line, 300, "…")
+        first_line.to_string()
+    }
 }

@@ -111,9 +111,50 @@ pub async fn propose_action(
 /// credentials), and why the action fits.
 fn shown(mut change: Change, why: &str) -> Change {
     for field in &mut change.fields {
-        field.before = firstline_redact::redact(&field.before).text;
-        field.after = firstline_redact::redact(&field.after).text;
+        let key = field_key(&field.field);
+        field.before = redacted(key, &field.before);
+        field.after = redacted(key, &field.after);
     }
     change.why = firstline_redact::redact(why).text;
     change
+}
+
+/// What names a field's value: an env entry's name (`env[DB_PASSWORD].value` → `DB_PASSWORD`),
+/// else the path's last segment.
+fn field_key(path: &str) -> &str {
+    let path = path.strip_suffix(".value").unwrap_or(path);
+    match path.rsplit_once('[') {
+        Some((_, name)) if path.ends_with(']') => name.trim_end_matches(']'),
+        _ => path.rsplit('.').next().unwrap_or(path),
+    }
+}
+
+/// `value` as shown: hidden whole when its key makes it a secret (`DB_PASSWORD=…`), else with
+/// what the redaction rules find in it removed.
+fn redacted(key: &str, value: &str) -> String {
+    let keyed = format!("{key}={value}");
+    if firstline_redact::redact(&keyed).text != keyed {
+        return "(redacted)".to_string();
+    }
+    firstline_redact::redact(value).text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{field_key, redacted};
+
+    #[test]
+    fn a_value_its_key_names_a_secret_is_hidden_whole() {
+        let field = "spec.template.spec.containers[app].env[DB_PASSWORD].value";
+        assert_eq!(field_key(field), "DB_PASSWORD");
+        assert_eq!(redacted(field_key(field), "Summer2024!"), "(redacted)");
+        let level = "spec.template.spec.containers[app].env[LOG_LEVEL].value";
+        assert_eq!(redacted(field_key(level), "debug"), "debug");
+        let image = "spec.template.spec.containers[app].image";
+        assert_eq!(field_key(image), "image");
+        assert_eq!(
+            redacted(field_key(image), "shop/checkout:1.8.2"),
+            "shop/checkout:1.8.2"
+        );
+    }
 }

@@ -17,9 +17,7 @@ use super::blocks::{ACTION_EVENT_TYPE, outcome_metadata, outcome_text, with_acti
 use super::execute::outcome;
 use crate::RoundError;
 use crate::blocks::{marks_round, round_blocks};
-
-/// Thread messages read when looking for an earlier outcome reply.
-const REPLIES_SCANNED: u16 = 4_000;
+use crate::post::REPLIES_SCANNED;
 
 /// Marks action `input.action_id` expired unless someone decided it first; the row as it stands.
 pub async fn expire_action(

@@ -139,6 +139,8 @@ async fn read(
     };
     let mut parts = Vec::new();
     let mut metric_ok = true;
+    // Two evaluations after the action before its absence of breaches says anything.
+    let judged_from = executed_at + chrono::Duration::seconds(2 * i64::from(step));
     if let Some(query) = &change.query {
         let fetched = calls
             .fetch(CapabilityRequest::MetricRange {
@@ -166,15 +168,26 @@ async fn read(
                         .filter(|(_, v)| threshold.is_none_or(|th| th.breached(*v)))
                         .filter_map(|(t, v)| at(*t).filter(|t| *t >= recent).map(|t| (*v, t)))
                         .max_by_key(|(_, t)| *t);
+                    let seen_after = !after.is_empty();
                     parts.push(match (&found.breaching, found.before) {
                         (Some((value, t)), _) => {
                             metric_ok = false;
                             format!("`{query}` still {} at {}", number(*value), t.format("%H:%M"))
                         }
+                        _ if now < judged_from => {
+                            metric_ok = false;
+                            format!("`{query}`: too soon after the action to judge")
+                        }
                         (None, Some(before)) => format!(
                             "`{query}` was {} before the action and returns nothing breaching since",
                             number(before)
                         ),
+                        // Nothing before and nothing after: a query that selects nothing
+                        // (the series gone, a label changed) shows no recovery either.
+                        (None, None) if !seen_after => {
+                            metric_ok = false;
+                            format!("`{query}` returns nothing before or after the action: cannot judge")
+                        }
                         (None, None) => format!("`{query}` returns nothing breaching"),
                     });
                 }
@@ -243,7 +256,6 @@ impl Threshold {
         let op = [">=", "<=", "==", "!=", ">", "<"]
             .into_iter()
             .find(|op| head.ends_with(op))?;
-        // `>bool` and friends return 0/1 for every series: no filter to read.
         Some(Self { op, value })
     }
 

@@ -9,7 +9,7 @@ use firstline_model::{Action, ObjectRef};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use super::change::{Change, Read, json_map, selector_of as selector};
+use super::change::{Change, Read, json_map};
 
 /// The tools the catalogue needs: reading the object (and a Deployment's ReplicaSets) and the
 /// three writes.
@@ -40,6 +40,8 @@ impl Writer {
         };
         let mut server = server.clone();
         server.allow = WRITE_TOOLS.iter().map(|t| t.to_string()).collect();
+        // It answers no capability: the investigation never calls it.
+        server.profile = None;
         let settings = McpSettings {
             servers: vec![server.clone()],
             capabilities: Default::default(),
@@ -76,9 +78,13 @@ impl Writer {
             args.insert("namespace".into(), json!(namespace));
         }
         match calls.read_raw(&self.server, "resources_get", args).await {
-            Ok(text) => Ok(kube::objects(&text).into_iter().next()),
-            // The API server's words for a missing object.
-            Err(reason) if reason.contains("not found") => Ok(None),
+            Ok(text) => kube::objects(&text)
+                .into_iter()
+                .next()
+                .map(Some)
+                .ok_or_else(|| format!("the answer for {target} is no object")),
+            // The API server's words for this object missing (`deployments.apps "x" not found`).
+            Err(reason) if reason.contains(&format!("\"{}\" not found", target.name)) => Ok(None),
             Err(reason) => Err(reason),
         }
     }
@@ -95,7 +101,7 @@ impl Writer {
                 let mut args = json_map(json!({
                     "apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": namespace,
                 }));
-                if let Some(selector) = selector(&object) {
+                if let Some(selector) = kube::selector_of(&object.to_string()) {
                     args.insert("labelSelector".into(), json!(selector));
                 }
                 let text = calls.read_raw(&self.server, "resources_list", args).await?;

@@ -91,8 +91,14 @@ impl ActionsSettings {
         }
         if let Some(server) = &self.server {
             server.validate_as("actions.server")?;
+            let same = |a: &Option<String>, b: &Option<String>| match (a, b) {
+                (Some(a), Some(b)) => normalized(a) == normalized(b),
+                _ => false,
+            };
             let read = mcp.servers.iter().find(|read| {
-                read.name == server.name || (read.url.is_some() && read.url == server.url)
+                read.name == server.name
+                    || same(&read.url, &server.url)
+                    || same(&read.command, &server.command)
             });
             if let Some(read) = read {
                 return Err(ConfigError::rejected(
@@ -121,6 +127,11 @@ impl ActionsSettings {
         }
         Ok(())
     }
+}
+
+/// A URL or command compared loosely: case, surrounding space and trailing slashes aside.
+fn normalized(text: &str) -> String {
+    text.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
 /// A Slack user (`U…`, `W…`) or user group (`S…`) id: capitals and digits.
@@ -192,7 +203,7 @@ mod tests {
         let mut mcp = McpSettings::default();
         mcp.servers.push(server("k8s", "http://kmcp:8080/mcp"));
         let settings = ActionsSettings {
-            server: Some(server("kubernetes-write", "http://kmcp:8080/mcp")),
+            server: Some(server("kubernetes-write", "http://KMCP:8080/mcp/")),
             ..ActionsSettings::default()
         };
         let err = settings.validate(&mcp).unwrap_err().to_string();

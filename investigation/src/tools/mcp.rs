@@ -503,6 +503,9 @@ impl RoundTools {
     }
 }
 
+/// The most an unredacted read may return: a write is never computed from a cut object.
+const MAX_RAW_BYTES: usize = 1024 * 1024;
+
 /// What a write-capable tool call came to. Unlike a read, whether it may have changed something
 /// matters: a write that was never sent can be reported as such, one whose answer was lost must
 /// be checked against the object before anything is sent again.
@@ -557,9 +560,26 @@ impl RoundTools {
             let (audited, read) = match outcome {
                 Ok(result) if result.is_error == Some(true) => (
                     "error",
-                    Err(tool_error_reason(server, tool, &result_text(&result))),
+                    Err(tool_error_reason(
+                        server,
+                        tool,
+                        &firstline_redact::redact(&result_text(&result)).text,
+                    )),
                 ),
-                Ok(result) => ("ok", Ok(result_text(&result))),
+                Ok(result) => {
+                    let text = result_text(&result);
+                    if text.len() > MAX_RAW_BYTES {
+                        (
+                            "error",
+                            Err(format!(
+                                "`{tool}` on MCP server `{server}` answered {} bytes, more than the {MAX_RAW_BYTES} a write is computed from",
+                                text.len()
+                            )),
+                        )
+                    } else {
+                        ("ok", Ok(text))
+                    }
+                }
                 Err(CallFailure::Timeout(limit)) => (
                     "timeout",
                     Err(format!(
@@ -595,7 +615,9 @@ impl RoundTools {
     async fn write_inner(&self, server: &str, tool: &str, args: Map<String, Value>) -> Written {
         let inner = &self.tools.inner;
         let args = Value::Object(args);
-        let shown_args = redact_args(&args);
+        // A write's body (a whole object) is named by its size and digest, never kept: an object
+        // may hold literal credentials no redaction rule knows.
+        let shown_args = write_summary(&args);
         let Some(connection) = inner.servers.get(server) else {
             return Written::NotSent(format!("no MCP server named `{server}` is configured"));
         };
@@ -643,7 +665,9 @@ impl RoundTools {
         let written = match outcome {
             Ok(result) => {
                 let is_error = result.is_error == Some(true);
+                // The answer to a write is the object written: only its first line is kept.
                 let text = clean(&result_text(&result), connection.spec.max_result_bytes);
+                let said = first_line(&text.text);
                 if let Some(pool) = inner.pool.as_ref() {
                     record::store(
                         pool,
@@ -652,15 +676,15 @@ impl RoundTools {
                         tool,
                         &shown_args,
                         is_error,
-                        &text.text,
+                        &said,
                         fetched_at,
                     )
                     .await;
                 }
                 if is_error {
-                    Written::Refused(text.text)
+                    Written::Refused(said)
                 } else {
-                    Written::Applied(text.text)
+                    Written::Applied(said)
                 }
             }
             Err(CallFailure::Unavailable(reason) | CallFailure::NoSuchTool(reason)) => {
@@ -687,11 +711,47 @@ impl RoundTools {
             tool,
             outcome,
             Some(duration_ms),
-            json!({"args": shown_args, "answer": firstline_model::text::prefix(said, 2000)}),
+            json!({"args": shown_args, "answer": said}),
         )
         .await;
         written
     }
+}
+
+/// A write's arguments as the audit keeps them: short values redacted, a long one (an object's
+/// whole body) by its size and digest.
+fn write_summary(args: &Value) -> Value {
+    let Value::Object(map) = redact_args(args) else {
+        return Value::Null;
+    };
+    let original = args.as_object();
+    let summary = map
+        .into_iter()
+        .map(|(key, value)| {
+            let raw = original.and_then(|o| o.get(&key)).and_then(Value::as_str);
+            match raw {
+                Some(raw) if raw.len() > 200 => {
+                    let digest = hex::encode(Sha256::digest(raw.as_bytes()));
+                    (
+                        key,
+                        json!(format!("({} bytes, sha256 {digest})", raw.len())),
+                    )
+                }
+                _ => (key, value),
+            }
+        })
+        .collect();
+    Value::Object(summary)
+}
+
+/// The first non-empty line of a server's answer, cut.
+fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no message)");
+    firstline_model::text::clip(line, 300, "…")
 }
 
 /// A tool's own error, as missing evidence: the text it returned is what to act on.
