@@ -8,14 +8,17 @@
 //! bot token is configured, and the lab MCP server serving `dev.lab_scenario` when no MCP server
 //! is configured); `--no-bot` runs the stack alone, `--demo` posts the lab scenario's alert into
 //! the stand-in's #incidents once everything is up, so its round shows in the stand-in's page.
+//! With `actions.enabled` and neither `actions.server` nor `mcp.servers` set, approved actions
+//! run through the lab's write endpoint ([`load_settings`]); the approvers are never invented.
 
 use crate::service::StopSignals;
 use firstline_config::env_var;
-use firstline_config::{DatabaseSettings, Settings};
+use firstline_config::{ConfigError, DatabaseSettings, McpServerSettings, Settings};
 use firstline_lab::scenario::Scenario;
 use firstline_lab::server::LabHandle;
-use firstline_slack::standin::state::INCIDENTS;
+use firstline_slack::standin::state::{INCIDENTS, ONCALL_USER};
 use firstline_stack::{Addresses, Stack, StackConfig};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +33,14 @@ const TOPIC_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the worker gets to finish in-flight activities on Ctrl-C.
 const WORKER_STOP: Duration = Duration::from_secs(10);
 
+/// The name `actions.server` gets when dev points it at the lab's write endpoint.
+const LAB_WRITE: &str = "lab-write";
+/// `actions.server.url` until the lab is up and has an address (never dialled: dev replaces it
+/// or refuses to start).
+const LAB_WRITE_PENDING: &str = "http://lab-write.invalid/write/mcp";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = actions_help())]
 pub struct Args {
     /// Run only the stack (PostgreSQL, Temporal, Kafka): no bot, no worker, no Slack stand-in.
     #[arg(long)]
@@ -40,7 +50,7 @@ pub struct Args {
     demo: bool,
 }
 
-pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(mut settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     let mut stop = StopSignals::install()?;
     let config = StackConfig::from_settings(&settings.dev);
     let state_dir = config.state_dir.clone();
@@ -57,25 +67,43 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
         stack.stop(STOP_GRACE).await;
         return Err(e);
     }
+    // The lab first: the bot and the worker both need the address of its write endpoint when
+    // approved actions run through it.
+    let mut lab = None;
+    if !args.no_bot && settings.mcp.servers.is_empty() {
+        lab = start_lab(&settings).await;
+    }
+    if !args.no_bot
+        && let Err(e) = point_actions_at_lab(&mut settings, lab.as_ref().map(|(lab, _)| lab))
+    {
+        stop_lab(lab).await;
+        stack.stop(STOP_GRACE).await;
+        return Err(e);
+    }
     let bot = if args.no_bot {
         None
     } else {
         match crate::bot::start_for_dev(&settings, &addresses, DATABASE).await {
             Ok(bot) => Some(bot),
             Err(e) => {
+                stop_lab(lab).await;
                 stack.stop(STOP_GRACE).await;
                 return Err(e);
             }
         }
     };
     let worker_cancel = CancellationToken::new();
-    let mut lab = None;
     let mut worker = None;
     let mut embedder = None;
     if let Some(running_bot) = &bot {
         let mut worker_settings = running_bot.settings.clone();
-        if worker_settings.mcp.servers.is_empty() {
-            lab = start_lab(&settings, &mut worker_settings).await;
+        if let Some((lab, _)) = &lab {
+            worker_settings.mcp.servers = vec![McpServerSettings {
+                name: "lab".into(),
+                url: Some(lab.mcp_url()),
+                profile: Some("lab".into()),
+                ..McpServerSettings::default()
+            }];
         }
         let started = async {
             // One model for both: its weights are read and held once.
@@ -101,6 +129,7 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
                 if let Some(bot) = bot {
                     bot.stop().await;
                 }
+                stop_lab(lab).await;
                 stack.stop(STOP_GRACE).await;
                 return Err(e);
             }
@@ -125,6 +154,9 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some((_, scenario)) = &lab {
         println!("lab       MCP server serving scenario `{}`", scenario.name);
+    }
+    if bot.is_some() && settings.actions.enabled {
+        println!("{}", actions_line(&settings));
     }
     print_ready(&addresses, &stack, &env_file);
     if args.demo
@@ -177,9 +209,7 @@ pub async fn run(settings: Settings, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(bot) = bot {
         bot.stop().await;
     }
-    if let Some((lab, _)) = lab {
-        lab.shutdown().await;
-    }
+    stop_lab(lab).await;
     stack.stop(STOP_GRACE).await;
     let _ = std::fs::remove_file(&env_file);
     outcome
@@ -255,12 +285,9 @@ fn print_ready(addresses: &Addresses, stack: &Stack, env_file: &std::path::Path)
     println!("firstline dev is ready; Ctrl-C stops everything");
 }
 
-/// Serves `dev.lab_scenario` over MCP and points `worker_settings` at it. Without the scenario
-/// (a checkout without `lab/`), says so and leaves the worker without tools.
-async fn start_lab(
-    settings: &Settings,
-    worker_settings: &mut Settings,
-) -> Option<(LabHandle, Scenario)> {
+/// Serves `dev.lab_scenario` over MCP (read at `/mcp`, write at `/write/mcp`). Without the
+/// scenario (a checkout without `lab/`), says so and leaves the worker without tools.
+async fn start_lab(settings: &Settings) -> Option<(LabHandle, Scenario)> {
     let dir = settings.dev.lab_dir.join(&settings.dev.lab_scenario);
     let scenario = match Scenario::load(&dir) {
         Ok(scenario) => scenario,
@@ -277,15 +304,7 @@ async fn start_lab(
     };
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     match firstline_lab::server::serve_http(scenario.clone(), addr).await {
-        Ok(lab) => {
-            worker_settings.mcp.servers = vec![firstline_config::McpServerSettings {
-                name: "lab".into(),
-                url: Some(lab.mcp_url()),
-                profile: Some("lab".into()),
-                ..firstline_config::McpServerSettings::default()
-            }];
-            Some((lab, scenario))
-        }
+        Ok(lab) => Some((lab, scenario)),
         Err(e) => {
             eprintln!(
                 "warning: cannot start the lab MCP server: {e}; rounds will run without tools"
@@ -293,4 +312,115 @@ async fn start_lab(
             None
         }
     }
+}
+
+async fn stop_lab(lab: Option<(LabHandle, Scenario)>) {
+    if let Some((lab, _)) = lab {
+        lab.shutdown().await;
+    }
+}
+
+/// Loads the settings as every command does (defaults, file, `FIRSTLINE_*`), except that with
+/// `actions.enabled` and neither `actions.server` nor `mcp.servers` set — dev serving the lab —
+/// `actions.server` is the lab's write endpoint, which [`run`] addresses once the lab is up. The
+/// approvers are never filled in: dev refuses to start without, saying how to list the stand-in's
+/// on-call user.
+pub fn load_settings(file: Option<&Path>) -> anyhow::Result<Settings> {
+    let mut figment = Settings::figment(file)?;
+    let enabled = figment
+        .extract_inner::<bool>("actions.enabled")
+        .unwrap_or(false);
+    // A missing key and an explicit "nothing" (the defaults' `None`, an empty list) alike.
+    let unset = |key: &str| {
+        figment
+            .extract_inner::<serde_json::Value>(key)
+            .map_or(true, |v| {
+                v.is_null() || v.as_array().is_some_and(Vec::is_empty)
+            })
+    };
+    if enabled && unset("actions.server") && unset("mcp.servers") {
+        let server = McpServerSettings {
+            name: LAB_WRITE.into(),
+            url: Some(LAB_WRITE_PENDING.into()),
+            profile: Some("kubernetes-mcp-server".into()),
+            ..McpServerSettings::default()
+        };
+        figment = figment.merge(("actions.server", server));
+    }
+    Settings::from_figment(figment).map_err(|e| match e {
+        ConfigError::Rejected {
+            setting: "actions.approvers",
+            ref reason,
+            ..
+        } if reason.contains("at least one approver") => {
+            anyhow::anyhow!("{e}; {}", approvers_hint())
+        }
+        e => anyhow::Error::new(e),
+    })
+}
+
+/// How to let the stand-in's on-call person (whose clicks the stand-in's page sends) approve.
+fn approvers_hint() -> String {
+    format!(
+        "in dev, to let the stand-in's on-call user approve: {}='{{\"*\"=[\"{ONCALL_USER}\"]}}'",
+        env_var("actions.approvers")
+    )
+}
+
+/// `firstline dev --help`'s closing note.
+fn actions_help() -> String {
+    format!(
+        "Actions with approval (docs/actions.md): with {}=true and neither actions.server nor \
+         mcp.servers set, a round may propose one catalogue action, executed once an approver \
+         clicks Approve through the lab's write endpoint (the scenario's world changes). Dev \
+         lists no approver of its own; the stand-in's page clicks as {ONCALL_USER}, so e.g. \
+         {}='{{\"*\"=[\"{ONCALL_USER}\"]}}' (a map: per namespace, or \"*\" for all; quote \
+         the \"*\" key).",
+        env_var("actions.enabled"),
+        env_var("actions.approvers"),
+    )
+}
+
+/// When `actions.server` is the lab's write endpoint still to be addressed, addresses it; without
+/// a lab to act on, refuses (a server that does not exist must not be configured).
+fn point_actions_at_lab(settings: &mut Settings, lab: Option<&LabHandle>) -> anyhow::Result<()> {
+    let Some(server) = settings
+        .actions
+        .server
+        .as_mut()
+        .filter(|s| s.url.as_deref() == Some(LAB_WRITE_PENDING))
+    else {
+        return Ok(());
+    };
+    match lab {
+        Some(lab) => {
+            server.url = Some(lab.write_url());
+            Ok(())
+        }
+        None => Err(anyhow::anyhow!(
+            "{} is true but no lab is serving (see the warning above) and {} is not set: \
+             there is nothing to act on",
+            env_var("actions.enabled"),
+            env_var("actions.server")
+        )),
+    }
+}
+
+/// The `actions` line of the ready lines: who may approve and where approved actions go.
+fn actions_line(settings: &Settings) -> String {
+    let approvers: Vec<String> = settings
+        .actions
+        .approvers
+        .iter()
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(namespace, ids)| format!("{namespace}: {}", ids.join(", ")))
+        .collect();
+    let server = settings.actions.server.as_ref();
+    format!(
+        "actions   on: approvers {}; approved actions run through {} ({}), proposals expire after {}s",
+        approvers.join("; "),
+        server.and_then(|s| s.url.as_deref()).unwrap_or("?"),
+        server.map_or("?", |s| s.name.as_str()),
+        settings.actions.approval_timeout_secs
+    )
 }

@@ -63,9 +63,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::load(cli.config.as_deref()) {
+    // `dev` may point `actions.server` at its lab, which validation must know before it runs.
+    let settings = match &cli.command {
+        Command::Dev(_) => dev::load_settings(cli.config.as_deref()),
+        _ => Settings::load(cli.config.as_deref()).map_err(anyhow::Error::new),
+    };
+    let settings = match settings {
         Ok(settings) => settings,
-        Err(e) => return fail(&anyhow::Error::new(e)),
+        Err(e) => return fail(&e),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -72,9 +72,20 @@ async fn start_dev(state: &Path, ports: [u16; 3]) -> Dev {
 
 /// [`start_dev`] with extra arguments.
 async fn start_dev_with(state: &Path, ports: [u16; 3], args: &[&str]) -> Dev {
+    start_dev_env(state, ports, args, &[]).await
+}
+
+/// [`start_dev_with`] with extra `FIRSTLINE_*` settings.
+async fn start_dev_env(
+    state: &Path,
+    ports: [u16; 3],
+    args: &[&str],
+    settings: &[(&str, &str)],
+) -> Dev {
     let mut child = firstline()
         .arg("dev")
         .args(args)
+        .envs(settings.iter().copied())
         .env("FIRSTLINE_DEV__STATE_DIR", state)
         .env("FIRSTLINE_DEV__POSTGRES_PORT", ports[0].to_string())
         .env("FIRSTLINE_DEV__TEMPORAL_PORT", ports[1].to_string())
@@ -549,4 +560,146 @@ async fn a_log_filter_that_does_not_parse_is_refused_naming_the_setting() {
     .await;
     assert!(error.contains("FIRSTLINE_LOG__FILTER"), "{error}");
     assert!(error.contains("firstline=loud"), "{error}");
+}
+
+#[tokio::test]
+async fn dev_with_actions_and_no_approver_says_how_to_list_the_on_call_user() {
+    let state = state_dir();
+    // No actions.server either: dev would point it at the lab; only the approvers are missing.
+    let error = expect_one_line_error(
+        firstline()
+            .arg("dev")
+            .env("FIRSTLINE_DEV__STATE_DIR", state.path())
+            .env("FIRSTLINE_ACTIONS__ENABLED", "true"),
+    )
+    .await;
+    assert!(error.contains("FIRSTLINE_ACTIONS__APPROVERS"), "{error}");
+    assert!(
+        error.contains(r#"FIRSTLINE_ACTIONS__APPROVERS='{"*"=["U07ONCALL01"]}'"#),
+        "{error}"
+    );
+    assert!(!error.contains("actions.server"), "{error}");
+    // Another command is not dev: there, actions.server is the operator's to set.
+    let error = expect_one_line_error(
+        firstline()
+            .args(["worker"])
+            .env("FIRSTLINE_ACTIONS__ENABLED", "true")
+            .env("FIRSTLINE_ACTIONS__APPROVERS", r#"{"*"=["U07ONCALL01"]}"#),
+    )
+    .await;
+    assert!(error.contains("actions.server"), "{error}");
+}
+
+#[tokio::test]
+async fn dev_with_actions_runs_an_approved_rollback_through_the_labs_write_endpoint() {
+    let state = state_dir();
+    let mut dev = start_dev_env(
+        state.path(),
+        [free_port(), free_port(), free_port()],
+        &["--demo"],
+        &[
+            (
+                "FIRSTLINE_DEV__LAB_SCENARIO",
+                "rollback-search-api-es-client-400-recovers",
+            ),
+            ("FIRSTLINE_ACTIONS__ENABLED", "true"),
+            // The map as one variable, with the stand-in's on-call user (the page clicks as them).
+            ("FIRSTLINE_ACTIONS__APPROVERS", r#"{"*"=["U07ONCALL01"]}"#),
+        ],
+    )
+    .await;
+    let actions = dev
+        .stdout
+        .iter()
+        .find(|line| line.starts_with("actions "))
+        .expect("dev says actions are on");
+    assert!(
+        actions.contains("*: U07ONCALL01") && actions.contains("/write/mcp (lab-write)"),
+        "{actions}"
+    );
+    let page = dev
+        .stdout
+        .iter()
+        .find(|line| line.starts_with("slack "))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .map(str::to_string)
+        .expect("dev prints the stand-in's URL");
+    let html = firstline_testkit::wait_for("the proposal", Duration::from_secs(120), || async {
+        let (_, html) = support::round_app::http_get(&format!("{page}/")).await;
+        html.contains("name=action_id value='approve'")
+            .then_some(html)
+    })
+    .await;
+    assert!(
+        html.contains("Roll back Deployment `catalog/search-api` from revision 2 to revision 1"),
+        "{html}"
+    );
+    // The Approve button's form, as the page sends it (as the on-call user).
+    let form = html
+        .split("<form ")
+        .find(|form| form.contains("name=action_id value='approve'"))
+        .expect("the Approve form");
+    let field = |name: &str| {
+        let key = format!("name={name} value='");
+        let start = form.find(&key).expect(name) + key.len();
+        form[start..].split('\'').next().unwrap().to_string()
+    };
+    let body = format!(
+        "channel={}&ts={}&block_id={}&action_id=approve&kind=button&value={}",
+        field("channel"),
+        field("ts"),
+        field("block_id"),
+        field("value")
+    );
+    // The worker records which message shows the proposal right after posting it: a click in
+    // between (a few milliseconds) is refused, the person told so alone, and may click again.
+    let mut refused = 0;
+    let html = loop {
+        let status = post_form(&format!("{page}/ui/act"), &body).await;
+        assert_eq!(status, 303, "the stand-in took the click");
+        let html = firstline_testkit::wait_for("the outcome", Duration::from_secs(120), || async {
+            let (_, html) = support::round_app::http_get(&format!("{page}/")).await;
+            (html.contains("*Recovered* after: Roll back Deployment")
+                || html.matches("Only visible to you").count() > refused)
+                .then_some(html)
+        })
+        .await;
+        if html.contains("*Recovered* after: Roll back Deployment") {
+            break html;
+        }
+        refused += 1;
+        assert!(refused < 3, "the approval is refused: {html}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(html.contains("approved by &lt;@U07ONCALL01&gt;"), "{html}");
+    assert!(!html.contains("name=action_id value='approve'"), "{html}");
+    sigterm(&dev.child);
+    let status = tokio::time::timeout(Duration::from_secs(30), dev.child.wait()).await;
+    assert!(matches!(status, Ok(Ok(s)) if s.success()), "{status:?}");
+}
+
+/// `POST url` with a form body over plain HTTP/1.0; the status.
+async fn post_form(url: &str, body: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let request = format!(
+        "POST /{path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("request");
+    let mut response = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .expect("response in time")
+    .expect("response");
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }

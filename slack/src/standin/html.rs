@@ -3,8 +3,9 @@
 //! typed). Block Kit messages show their headers, sections, fields and context rather than only
 //! the fallback text, and their inputs work: buttons, selects and text inputs send the bot a
 //! signed `block_actions` interaction as Slack would (`POST /ui/act`), and every thread has a
-//! reply box (`POST /ui/say`) — all as the on-call person. Legacy attachments show under the
-//! message; reactions show with who added them; metadata shows its `event_type`.
+//! reply box (`POST /ui/say`) — all as the on-call person, who also sees the ephemeral messages
+//! shown to them in a thread. Legacy attachments show under the message; reactions show with who
+//! added them; metadata shows its `event_type`.
 
 use super::StandInState;
 use super::state::{Author, Message, ONCALL_USER};
@@ -100,6 +101,18 @@ pub async fn page(State(state): State<StandInState>) -> Html<String> {
                 .filter(|m| m.thread_ts.as_deref() == Some(parent.ts.as_str()) && m.ts != parent.ts)
             {
                 render(&mut out, &id, reply, "m r");
+            }
+            // What the bot showed the on-call person alone in this thread (why a click changed
+            // nothing).
+            for shown in
+                state.workspace.ephemerals(ONCALL_USER).iter().filter(|e| {
+                    e.channel == id && e.thread_ts.as_deref() == Some(parent.ts.as_str())
+                })
+            {
+                out.push_str(&format!(
+                    "<div class='m r c'>Only visible to you: {}</div>",
+                    escape(&shown.text)
+                ));
             }
             out.push_str(&format!(
                 "<form class='m r' method=post action=/ui/say>\
