@@ -14,18 +14,8 @@ use tokio::process::Command;
 /// must shrink when they are fixed).
 const EXPECT_FAIL: &[&str] = &[
     // Each is an honest ask or a partial answer, never a wrong cause (the run fails on one).
-    // The full node's pods are not listed (the alert names no namespace), and a pod writing
-    // debug logs to a hostPath the kubelet does not count is not a finding.
-    "node-filesystem-full-debug-logs",
     // Needs the database's replication-slot metrics and a time-to-full estimate.
     "pvc-filling-up-replication-slot",
-    // The clients log a slow query or cache misses, which name no dependency to follow; the
-    // lock holder (a VACUUM FULL's backend) is named only in the database's own log.
-    "hpa-maxed-consequence-of-db-lock",
-    "stale-oom-restart-days-ago-redis-maxmemory",
-    // Only one replica's node has a skewed clock: nothing points the walk at that node, and no
-    // detector reads `node_timex_offset_seconds`.
-    "old-failed-revision-herring-node-clock-skew",
     // The table's throttling is found and its clients too (by the ConfigMap that names it),
     // but the step in the table's metrics is too near the end of a thinned 6 h range to be
     // dated, so the backfill Job that started with it is not tied to it, and a client being

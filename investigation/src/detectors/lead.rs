@@ -42,6 +42,18 @@ pub enum Lead {
     /// The certificates issued anew in the alert's namespace (cert-manager's events): a
     /// certificate that fails verification after working was usually just replaced.
     CertificatesIssued,
+    /// The data stores a client waits on without naming them in the failing line (slow
+    /// queries, cache misses): the hosts its line or its spec names (`REDIS_URL`,
+    /// `DATABASE_HOST`), else those the ConfigMaps it takes in name, else the cache and
+    /// database pods of its namespace; their logs and their own metrics (memory against its
+    /// maximum, evictions, lock waits) around `at`.
+    DataStores {
+        namespace: String,
+        hosts: Vec<String>,
+        #[serde(default)]
+        config_maps: Vec<String>,
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    },
 }
 
 impl Lead {
@@ -57,6 +69,23 @@ impl Lead {
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
             Lead::ClientNode { pod } => format!("the node pod `{pod}` runs on"),
             Lead::CertificatesIssued => "certificates issued anew in the namespace".to_string(),
+            Lead::DataStores {
+                namespace,
+                hosts,
+                config_maps,
+                ..
+            } => match hosts.as_slice() {
+                [] if !config_maps.is_empty() => format!(
+                    "the data stores ConfigMap `{}` names, else the caches and databases of \
+                     `{namespace}`",
+                    config_maps.join("`, `")
+                ),
+                [] => format!("the caches and databases of `{namespace}`"),
+                hosts => format!(
+                    "the data stores `{}` (from the client's spec)",
+                    hosts.join("`, `")
+                ),
+            },
             Lead::JobsStarted => "the Jobs that started when it rose".to_string(),
             Lead::CompareLogs { healthy, .. } => {
                 format!("the failing pods' logs beside healthy `{healthy}`'s")

@@ -34,16 +34,19 @@ pub mod batch;
 pub mod budgets;
 pub mod certificates;
 pub mod changes;
+pub mod clocks;
 pub mod config;
 pub mod connections;
 pub mod containers;
 pub mod coverage;
 pub mod cronjobs;
+pub mod datastores;
 pub mod dependencies;
 pub mod disk;
 pub mod disruptions;
 pub mod endpoints;
 pub mod errors;
+pub mod hostpaths;
 pub mod images;
 pub mod jobs;
 pub mod kernel;
@@ -218,12 +221,14 @@ registry! {
     certificates: [Certificate, CertificateIssued],
     dependencies: [Dependency],
     connections: [ConnectionsExhausted],
+    datastores: [DependencyWait, CacheFull, LockHeld],
     limits: [ProcessLimit],
     refusals: [Refusal],
     disk: [DiskFull],
     disruptions: [Disrupted],
     probes: [ProbeFailure],
     nodes: [NodeNotReady, NodePressure],
+    hostpaths: [HostPathWriter],
     volumes: [ProvisioningFailed, VolumeFailed, ClaimPending],
     quota: [QuotaExceeded],
     endpoints: [NoEndpoints],
@@ -241,6 +246,7 @@ registry! {
     errors: [ErrorLine, WarningEvent],
     revisions: [RevisionDiff],
     kernel: [KernelFault],
+    clocks: [ClockSkew],
     siblings: [SharedByFailing],
     recovery: [Recovered],
 }

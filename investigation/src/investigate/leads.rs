@@ -7,6 +7,10 @@
 //!   not ready with no failing container, the claims of a pending pod), and under a
 //!   service-level alert a failure only one pod's log shows (a sibling of the same owner: does
 //!   its log repeat it? [`sibling_leads`]).
+//! - **Data stores**: a client that waits on a store without naming it in the line (slow
+//!   queries, cache misses; `detectors/datastores.rs`) leads to the stores its line or spec
+//!   names, else those the ConfigMaps it takes in name, else its namespace's cache and database
+//!   pods: each one's log and their own metrics ([`stores`]).
 //! - **Order**: strongest first — a verified cause's lead before a verified finding's before an
 //!   unverified one's; ties in the order proposed. The detectors run again after each lead, so
 //!   what one lead found can propose the next.
@@ -32,6 +36,8 @@ use crate::tools::{CapabilityRequest, EvidenceSource};
 
 use super::collect::Collector;
 use super::found::Found;
+
+pub mod stores;
 
 /// The most leads one round follows.
 pub const MAX_LEADS: usize = 6;
@@ -403,6 +409,15 @@ pub async fn follow<E: EvidenceSource>(
                 "certificates issued anew: the alert names no namespace".to_string(),
             ),
         },
+        Lead::DataStores {
+            namespace: client_ns,
+            hosts,
+            config_maps,
+            at,
+        } => {
+            let read = stores::read(c, client_ns, hosts, config_maps, *at, tail_lines).await;
+            reached.names.extend(read);
+        }
         Lead::Pod { namespace, name } => reached.pods.push(PodInfo {
             name: name.clone(),
             namespace: Some(namespace.clone()),

@@ -23,6 +23,7 @@
 //! budget.
 
 mod anywhere;
+mod clocks;
 mod collect;
 mod found;
 pub mod leads;

@@ -37,6 +37,7 @@ use super::outside;
 use super::pods::{main_container, restart_signal};
 use super::target::{self, Start};
 use super::telemetry;
+use crate::detectors::hostpaths::{disk_alert, host_writes};
 use crate::detectors::{Standing, run_detectors};
 use crate::kube::{
     self, PodInfo, claim_of, jobs_of_cronjob, pod_of, pods_in_list, rank_pods, scale_target_of,
@@ -172,6 +173,8 @@ pub async fn walk<E: EvidenceSource>(
                 .await;
                 if let Some(namespace) = &target.namespace {
                     candidates.extend(pods_on_node(c, namespace, name).await);
+                } else if disk_alert(target) {
+                    host_writers(c, name, &mut found).await;
                 }
             }
             Start::Volume { name } => {
@@ -379,6 +382,7 @@ pub async fn walk<E: EvidenceSource>(
 
     // 4. Metrics, logs and traces.
     telemetry::gather(c, state, &found, options).await;
+    super::clocks::read_clocks(c, state, &found, &listed_siblings, options).await;
     // What the metrics showed may lead further (a rise: the batch job that started then).
     follow_leads(c, &mut found, state, options, &mut work).await;
     leads_left(c, &work);
@@ -714,6 +718,63 @@ async fn pods_on_node<E: EvidenceSource>(
         .into_iter()
         .filter(|p| p.node.as_deref() == Some(node))
         .collect()
+}
+
+/// The most pods writing to a node's disk that one round describes.
+const MAX_WRITERS: usize = 2;
+
+/// A node's disk fills and the alert names no namespace: the pods of every namespace on that
+/// node, and a description of those that mount one of its directories writable (`hostPath`,
+/// which the kubelet does not count against a pod's ephemeral storage).
+async fn host_writers<E: EvidenceSource>(c: &mut Collector<'_, E>, node: &str, found: &mut Found) {
+    let listed = c
+        .fetch(
+            CapabilityRequest::ObjectList {
+                namespace: None,
+                kind: "Pod".into(),
+                label_selector: None,
+            },
+            format!(
+                "node `{node}`'s disk fills and the alert names no namespace: the pods of every \
+                 namespace, to find those on it that write to its disk"
+            ),
+        )
+        .await;
+    let writers: Vec<(String, String)> = listed
+        .as_deref()
+        .map(kube::objects)
+        .unwrap_or_default()
+        .iter()
+        .filter(|o| kube::str_at(o, "/spec/nodeName") == Some(node))
+        .filter(|o| {
+            !matches!(
+                kube::str_at(o, "/status/phase"),
+                Some("Failed" | "Succeeded")
+            )
+        })
+        .filter(|o| !host_writes(o).is_empty())
+        .filter_map(|o| {
+            Some((
+                kube::str_at(o, "/metadata/namespace")?.to_string(),
+                kube::str_at(o, "/metadata/name")?.to_string(),
+            ))
+        })
+        .take(MAX_WRITERS)
+        .collect();
+    for (namespace, pod) in writers {
+        found.relate(&pod);
+        c.fetch(
+            CapabilityRequest::PodDescribe {
+                namespace,
+                pod: pod.clone(),
+            },
+            format!(
+                "pod `{pod}` runs on node `{node}` and mounts one of its directories writable \
+                 (hostPath): what it writes there (its volumes, env, log level)"
+            ),
+        )
+        .await;
+    }
 }
 
 /// A StatefulSet's rollout history: its ControllerRevisions, by the selector its object (read
