@@ -654,9 +654,16 @@ async fn dev_with_actions_runs_an_approved_rollback_through_the_labs_write_endpo
     // The worker records which message shows the proposal right after posting it: a click in
     // between (a few milliseconds) is refused, the person told so alone, and may click again.
     let mut refused = 0;
+    // A loaded machine may also miss the bot's ack deadline (Slack's 3 s): the page then
+    // says the bot did not take it, and the person clicks again.
     let html = loop {
         let status = post_form(&format!("{page}/ui/act"), &body).await;
-        assert_eq!(status, 303, "the stand-in took the click");
+        if status != 303 {
+            refused += 1;
+            assert!(refused < 3, "the stand-in did not take the click: {status}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        }
         let html = firstline_testkit::wait_for("the outcome", Duration::from_secs(120), || async {
             let (_, html) = support::round_app::http_get(&format!("{page}/")).await;
             (html.contains("*Recovered* after: Roll back Deployment")
