@@ -58,6 +58,14 @@ async fn proposal_button(app: &RoundApp, alert: &str, action_id: &str) -> (Strin
     .await
 }
 
+/// The scenario's alert, its first round, and the proposal's reply and Approve button.
+async fn alert_and_proposal(app: &RoundApp) -> (String, String, Value) {
+    let alert = app.post_alert(None).await;
+    app.wait_rounds(&alert, 1, ROUND).await;
+    let (reply_ts, approve) = proposal_button(app, &alert, "approve").await;
+    (alert, reply_ts, approve)
+}
+
 #[derive(Debug, sqlx::FromRow)]
 struct AuditRow {
     state: String,
@@ -199,9 +207,7 @@ async fn killed_at(failpoint: &str, writes_before_kill: usize) {
     let first = app
         .start_worker(Some(&format!("{failpoint}=return(60000)")))
         .await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (_, reply_ts, approve) = alert_and_proposal(&app).await;
     app.slack
         .user_acts(&app.channel, APPROVER, &reply_ts, approve)
         .await
@@ -235,9 +241,7 @@ async fn a_worker_killed_after_the_write_before_its_outcome_is_stored_never_writ
 async fn a_write_the_server_refuses_is_reported_and_not_retried() {
     let mut app = RoundApp::spawn(ROLLBACK, action_settings()).await;
     app.start_worker(None).await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (alert, reply_ts, approve) = alert_and_proposal(&app).await;
     app.lab.forbid_writes(true);
     app.slack
         .user_acts(&app.channel, APPROVER, &reply_ts, approve)
@@ -278,9 +282,7 @@ async fn a_write_server_that_went_down_is_reported_and_nothing_is_written() {
         .expect("the lab's address");
     front.forward_to(lab);
     app.start_worker(None).await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (_, reply_ts, approve) = alert_and_proposal(&app).await;
     front.stop().await;
     app.slack
         .user_acts(&app.channel, APPROVER, &reply_ts, approve)
@@ -302,9 +304,7 @@ async fn a_proposal_nobody_decides_expires_and_says_so() {
     settings.actions.approval_timeout_secs = 4;
     let mut app = RoundApp::spawn(ROLLBACK, settings).await;
     app.start_worker(None).await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (_, reply_ts, approve) = alert_and_proposal(&app).await;
     firstline_testkit::wait_for("expired", ACTED, || async {
         audit(&app).await.filter(|r| r.state == "expired")
     })
@@ -341,9 +341,7 @@ async fn a_proposal_nobody_decides_expires_and_says_so() {
 async fn the_wait_for_approval_outlives_its_worker_and_a_scale_to_zero() {
     let mut app = RoundApp::spawn(ROLLBACK, action_settings()).await;
     let first = app.start_worker(None).await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (_, reply_ts, approve) = alert_and_proposal(&app).await;
     // No worker at all while the approval comes in: the decision waits in Temporal.
     app.kill_worker(first).await;
     app.slack
@@ -370,9 +368,7 @@ async fn the_wait_for_approval_outlives_its_worker_and_a_scale_to_zero() {
 async fn a_change_to_the_object_after_it_was_shown_is_refused_with_the_reason() {
     let mut app = RoundApp::spawn(ROLLBACK, action_settings()).await;
     app.start_worker(None).await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (_, reply_ts, approve) = alert_and_proposal(&app).await;
     // Someone scales the Deployment meanwhile: its resourceVersion moves on.
     let settings = firstline_config::McpSettings {
         servers: vec![firstline_config::McpServerSettings {
@@ -440,9 +436,7 @@ async fn a_rollback_after_which_the_errors_go_on_is_reported_not_recovered_with_
     settings.actions.verify_secs = 40;
     let mut app = RoundApp::spawn("bad-deploy-error-rate", settings).await;
     app.start_worker(None).await;
-    let alert = app.post_alert(None).await;
-    app.wait_rounds(&alert, 1, ROUND).await;
-    let (reply_ts, approve) = proposal_button(&app, &alert, "approve").await;
+    let (alert, reply_ts, approve) = alert_and_proposal(&app).await;
     app.slack
         .user_acts(&app.channel, APPROVER, &reply_ts, approve)
         .await

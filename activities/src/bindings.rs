@@ -57,6 +57,15 @@ impl Activities {
         Self { deps, in_flight }
     }
 
+    /// What action `action_id`'s execution or verification needs; a worker with actions off
+    /// refuses it for good.
+    fn action_deps(&self, action_id: i64) -> Result<&crate::action::ActionDeps, ActivityError> {
+        self.deps
+            .actions
+            .as_ref()
+            .ok_or_else(|| failure(RoundError::ActionsOff(action_id)))
+    }
+
     /// Counts one activity as running until the guard drops (returned, failed or cancelled).
     fn enter(&self) -> InFlight {
         self.in_flight.increment(1.0);
@@ -396,9 +405,7 @@ impl Activities {
             Some(&input.thread),
             Some(input.round),
         );
-        let Some(actions) = &self.deps.actions else {
-            return Err(failure(RoundError::ActionsOff(input.action_id)));
-        };
+        let actions = self.action_deps(input.action_id)?;
         let execute = crate::action::execute::execute_action(&self.deps.pool, actions, &input)
             .instrument(span);
         heartbeating(&ctx, input.round, execute)
@@ -419,9 +426,7 @@ impl Activities {
             Some(&input.thread),
             Some(input.round),
         );
-        let Some(actions) = &self.deps.actions else {
-            return Err(failure(RoundError::ActionsOff(input.action_id)));
-        };
+        let actions = self.action_deps(input.action_id)?;
         let every = std::time::Duration::from_secs(actions.settings.verify_interval_secs);
         let window = std::time::Duration::from_secs(actions.settings.verify_secs);
         let tick_ctx = ctx.clone();
