@@ -589,9 +589,13 @@ fn deployed_settings(deployment: &str) -> &'static Settings {
 /// [`SCRAPE_INTERVAL_SECS`]) and one KEDA poll. The cooldown must be longer, or KEDA could scale
 /// the last worker to zero in such a gap.
 fn longest_unseen_secs(settings: &Settings, polling_interval: u64) -> u64 {
-    let policy =
-        &firstline_activities::round_policy(&settings.round, &settings.llm, &settings.actions)
-            .activity;
+    let policy = &firstline_activities::round_policy(
+        &settings.round,
+        &settings.llm,
+        &settings.actions,
+        &settings.grouping,
+    )
+    .activity;
     let longest_backoff_ms = (0..u64::from(policy.max_attempts).saturating_sub(1))
         .map(|i| policy.retry_initial_ms.saturating_mul(1 << i.min(32)))
         .max()

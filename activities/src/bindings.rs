@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use firstline_config::{ActionsSettings, LlmSettings, RoundSettings};
+use firstline_config::{ActionsSettings, GroupingSettings, LlmSettings, RoundSettings};
 use firstline_investigation::model_path::ModelPath;
 use firstline_investigation::tools::McpTools;
 use firstline_investigation::{GraphOptions, Memory};
@@ -38,6 +38,8 @@ pub struct Deps {
     pub task_queue: String,
     /// With `actions.enabled`: the settings and the write server; `None`: nothing is proposed.
     pub actions: Option<crate::action::ActionDeps>,
+    /// `grouping.window_secs`; `None`: no round's root links its thread to a group.
+    pub group_window: Option<std::time::Duration>,
 }
 
 /// The activities registered on a worker.
@@ -85,11 +87,13 @@ impl Drop for InFlight {
 /// The limits the `round.*` settings describe, as the workflow applies them; with a model
 /// configured (`llm`), `refine_round` may take the model's wall-time budget plus a margin for
 /// storing its outcome; with `actions.enabled`, a proposal waits `actions.approval_timeout_secs`
-/// and `verify_action` may take `actions.verify_secs` plus the same margin.
+/// and `verify_action` may take `actions.verify_secs` plus the same margin; with grouping on, a
+/// grounded first round's root may link its thread to an open group.
 pub fn round_policy(
     round: &RoundSettings,
     llm: &LlmSettings,
     actions: &ActionsSettings,
+    grouping: &GroupingSettings,
 ) -> RoundPolicy {
     let activity = ActivityPolicy {
         start_to_close_secs: round.activity_timeout_secs,
@@ -126,6 +130,9 @@ pub fn round_policy(
             },
         }),
         activity,
+        grouping: grouping.window().map(|_| GroupingPolicy {
+            wait_secs: grouping.wait_secs,
+        }),
     }
 }
 
@@ -462,6 +469,50 @@ impl Activities {
                 Some(&input.thread),
                 Some(input.round),
             ))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::ProbeGroup)]
+    pub async fn probe_group(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ProbeInput,
+    ) -> Result<LinkOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        crate::group::link::probe_group(
+            &self.deps.pool,
+            &self.deps.tools,
+            &input,
+            self.deps.group_window,
+        )
+        .instrument(span(names::PROBE_GROUP, &ctx, Some(&input.thread), None))
+        .await
+        .map_err(failure)
+    }
+
+    #[activity(definition = defined::LinkRound)]
+    pub async fn link_round(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: LinkRoundInput,
+    ) -> Result<LinkOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        crate::group::link::link_round(&self.deps.pool, &input, self.deps.group_window)
+            .instrument(span(names::LINK_ROUND, &ctx, None, Some(input.round)))
+            .await
+            .map_err(failure)
+    }
+
+    #[activity(definition = defined::PostLink)]
+    pub async fn post_link(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: LinkInput,
+    ) -> Result<PostOutcome, ActivityError> {
+        let _in_flight = self.enter();
+        crate::group::link::post_link(&self.deps.pool, &self.deps.slack, &input)
+            .instrument(span(names::POST_LINK, &ctx, Some(&input.thread), None))
             .await
             .map_err(failure)
     }

@@ -38,6 +38,7 @@ pub async fn load_context(
             alert: AlertMessage::default(),
             thread: ThreadContext::for_team(&key.team_id),
             policy: policy.clone(),
+            linked: None,
         });
     };
     let thread_id = thread.id;
@@ -133,6 +134,10 @@ pub async fn load_context(
             conversation: compact(&messages, &key.thread_ts, context_chars),
         },
         policy: policy.clone(),
+        linked: firstline_store::groups::membership_of(pool, thread_id)
+            .await?
+            .as_ref()
+            .and_then(crate::group::link::linked_to),
     })
 }
 

@@ -46,6 +46,8 @@ pub enum RoundError {
     UnknownAction(i64),
     #[error("action {0} cannot run: actions are off on this worker (actions.enabled)")]
     ActionsOff(i64),
+    #[error("thread {0} is linked to no other thread's analysis")]
+    NotLinked(i64),
     #[error("stored change of action {action_id} is unreadable: {error}")]
     BadChange {
         action_id: i64,
@@ -67,6 +69,7 @@ impl RoundError {
             | RoundError::Superseded { .. }
             | RoundError::UnknownAction(_)
             | RoundError::ActionsOff(_)
+            | RoundError::NotLinked(_)
             | RoundError::BadChange { .. } => false,
             RoundError::Graph { retryable, .. } => *retryable,
             RoundError::Slack(e) => slack_retryable(e),

@@ -17,6 +17,9 @@
 //!   `show_action` — a verified cause's proposal carried through approval: the exact change and
 //!   its hash, the write sent at most once through the write-capable MCP server, the outcome
 //!   verified and shown (`[actions]`, off by default).
+//! - [`group`]: `link_round`, `post_link` — storms: a thread whose alert another thread's
+//!   analysis answers (the same alert, or its round found the same root) gets one line, and the
+//!   primary's reply lists it.
 //! - [`bindings`]: the Temporal bindings (`#[activities]`), one span per activity.
 //! - [`error`]: what fails, and which failures another attempt can mend.
 //! - [`metrics`]: the names of the worker's metrics.
@@ -31,6 +34,7 @@ pub mod commit;
 pub mod context;
 pub mod error;
 pub mod graph_run;
+pub mod group;
 pub mod metrics;
 pub mod post;
 pub mod refine;

@@ -34,3 +34,7 @@ pub const ACTIVITIES_IN_FLIGHT: &str = "firstline_activities_in_flight";
 /// Actions by what happened to them: `proposed`, `not_shown`, `expired`, `executed`, `failed`,
 /// `recovered`, `not_recovered`.
 pub const ACTIONS: &str = "firstline_actions_total";
+/// Counter: alerts linked to another thread's analysis by their root, by `reason`: `same_root`
+/// (their round found it), `shared_root` (one object read showed it, before any round); the
+/// bot counts repeats (`same_alert`) under the same name.
+pub const ALERTS_LINKED: &str = "firstline_alerts_linked_total";

@@ -11,10 +11,8 @@ use firstline_slack::{OutgoingMessage, SlackApi};
 use sqlx::PgPool;
 
 use crate::RoundError;
-use crate::action::blocks::with_action;
-use crate::blocks::{
-    FAILURE_EVENT_TYPE, is_round_reply, marks_round, round_blocks, round_metadata,
-};
+use crate::blocks::{FAILURE_EVENT_TYPE, is_round_reply, marks_round, round_metadata};
+use crate::group::reply::{Posted, refresh, replace, reply_blocks};
 use firstline_investigation::RoundResult;
 use firstline_model::faults;
 use firstline_model::reactions::{CHECK_MARK, EYES, QUESTION, WARNING};
@@ -31,7 +29,13 @@ pub(crate) const REPLIES_SCANNED: u16 = 4_000;
 /// Replaces reaction `from` with `to` on message `target`. A reaction is cosmetic: whatever
 /// Slack answers (`message_not_found` for a deleted message, a rate limit, an outage) is logged
 /// and counted, never a round's failure.
-async fn swap_reaction(slack: &SlackApi, channel: &str, target: &str, from: &str, to: &str) {
+pub(crate) async fn swap_reaction(
+    slack: &SlackApi,
+    channel: &str,
+    target: &str,
+    from: &str,
+    to: &str,
+) {
     let count = |e: &firstline_slack::SlackApiError| {
         let code = match e {
             firstline_slack::SlackApiError::Api { code, .. } => code.clone(),
@@ -147,10 +151,8 @@ async fn post_locked(
                         .execute(pool)
                         .await?;
                     let action = firstline_store::actions::of_round(pool, round_id).await?;
-                    let blocks = match &action {
-                        Some(action) => with_action(round_blocks(&result, round), action),
-                        None => round_blocks(&result, round),
-                    };
+                    let (blocks, shown) =
+                        reply_blocks(pool, thread_id, round_id, &result, round).await?;
                     let message = OutgoingMessage {
                         channel: channel.clone(),
                         thread_ts: Some(input.thread.thread_ts.clone()),
@@ -164,6 +166,10 @@ async fn post_locked(
                     }
                     faults::pause(faults::POST_AFTER_SEND).await;
                     store_posted(pool, round_id, &ts).await?;
+                    if let Some((group_id, count)) = shown {
+                        let mut conn = pool.acquire().await?;
+                        firstline_store::groups::set_shown(&mut conn, group_id, count).await?;
+                    }
                     tracing::info!(%ts, grounded, "reply posted");
                     (ts, true)
                 }
@@ -174,6 +180,13 @@ async fn post_locked(
     // The buttons a click comes from are in this message: the bot binds a decision to it.
     if let Some(action) = firstline_store::actions::of_round(pool, round_id).await? {
         firstline_store::actions::set_message(pool, action.id, &ts).await?;
+    }
+    // Alerts linked while the reply was being posted are listed now.
+    if let Some(member) = firstline_store::groups::membership_of(pool, thread_id)
+        .await?
+        .filter(|m| !m.is_linked())
+    {
+        refresh(pool, slack, member.group_id).await?;
     }
     for target in &input.react_to {
         let reaction = if grounded { CHECK_MARK } else { QUESTION };
@@ -259,13 +272,19 @@ pub async fn edit_post(
             error,
         })?;
     let channel = &input.thread.channel_id;
-    let blocks = match firstline_store::actions::of_round(pool, round_id).await? {
-        Some(action) => with_action(round_blocks(&result, round), &action),
-        None => round_blocks(&result, round),
-    };
-    slack
-        .update_message(channel, &ts, &result.text, Some(blocks.into()))
-        .await?;
+    replace(
+        pool,
+        slack,
+        &Posted {
+            channel,
+            thread_id,
+            round_id,
+            round,
+            result: &result,
+            ts: &ts,
+        },
+    )
+    .await?;
     faults::pause(faults::EDIT_AFTER_SEND).await;
     let (now, before) = if grounded {
         (CHECK_MARK, QUESTION)

@@ -18,6 +18,7 @@
 //! investigation (what to look at) both read alerts through it. It knows nothing else.
 
 pub mod attachments;
+mod fingerprint;
 mod formats;
 pub mod holmes;
 mod prose;

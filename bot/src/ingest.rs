@@ -7,6 +7,11 @@
 //! its latest round asked), mention or not — the first such reply clears the flag in the same
 //! statement, so a second reply does not queue another round.
 //!
+//! A firing alert is linked to its incident group in the same transaction
+//! ([`firstline_store::groups::link_alert`]): a repeat of an open group's alert joins it, any other
+//! alert opens a group of its own. Its `wake` row is written either way: the round of a repeat
+//! answers with one line pointing at the group's analysis instead of investigating again.
+//!
 //! A batch is what [`writer`] collected while the previous commit was in flight (group commit):
 //! one statement over arrays, one round trip and one fsync, instead of five statements and an
 //! fsync per event. A batch of one is the same statement for one event.
@@ -18,6 +23,26 @@ use crate::resolution;
 
 use sqlx::PgPool;
 use std::collections::HashSet;
+use std::time::Duration;
+
+/// What recording needs to know besides the messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rules {
+    /// The bot's user id: recognises the mention token of a resolved-mention.
+    pub bot_user_id: String,
+    /// `grouping.window_secs`; `None`: every alert is its own incident.
+    pub group_window: Option<Duration>,
+}
+
+impl Rules {
+    /// Rules for bot `bot_user_id`, with grouping's default window.
+    pub fn new(bot_user_id: impl Into<String>) -> Self {
+        Self {
+            bot_user_id: bot_user_id.into(),
+            group_window: firstline_config::GroupingSettings::default().window(),
+        }
+    }
+}
 
 /// What recording did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,13 +62,12 @@ pub enum Recorded {
 }
 
 /// Records one message in its own transaction. Any error leaves nothing behind.
-/// `bot_user_id` recognises the mention token of a resolved-mention.
 pub async fn record(
     pool: &PgPool,
     message: &Incoming,
-    bot_user_id: &str,
+    rules: &Rules,
 ) -> Result<Recorded, sqlx::Error> {
-    let mut recorded = record_batch(pool, &[message], bot_user_id).await?;
+    let mut recorded = record_batch(pool, &[message], rules).await?;
     Ok(recorded.pop().unwrap_or(Recorded::Duplicate))
 }
 
@@ -52,14 +76,16 @@ pub async fn record(
 ///
 /// Threads, messages and outbox rows are ONE statement (data-modifying CTEs), so a batch costs
 /// one round trip and one commit. Only a batch holding a message that may resolve a thread
-/// ([`resolution::may_resolve`]) wraps it in a transaction, for the resolution's statements.
+/// ([`resolution::may_resolve`]) or a firing alert to link wraps it in a transaction, for those
+/// statements.
 /// Rows are written in `(channel, ts)` order, whatever the arrival order, so two concurrent
 /// batches take their row locks in the same order and cannot deadlock each other.
 pub async fn record_batch(
     pool: &PgPool,
     messages: &[&Incoming],
-    bot_user_id: &str,
+    rules: &Rules,
 ) -> Result<Vec<Recorded>, sqlx::Error> {
+    let bot_user_id = rules.bot_user_id.as_str();
     let mut fresh = first_of_each(messages);
     let mut recorded = vec![Recorded::Duplicate; messages.len()];
     if fresh.is_empty() {
@@ -75,8 +101,15 @@ pub async fn record_batch(
     let resolving: Vec<usize> = (0..fresh.len())
         .filter(|&k| resolution::may_resolve(messages[fresh[k]], bot_user_id))
         .collect();
+    // Positions in `fresh` of the firing alerts to link to their groups.
+    let linking: Vec<usize> = match rules.group_window {
+        Some(_) => (0..fresh.len())
+            .filter(|&k| links(messages[fresh[k]]))
+            .collect(),
+        None => Vec::new(),
+    };
 
-    let mut tx = match resolving.is_empty() {
+    let mut tx = match resolving.is_empty() && linking.is_empty() {
         true => None,
         false => Some(pool.begin().await?),
     };
@@ -105,6 +138,14 @@ pub async fn record_batch(
         }
     }
     if let Some(mut tx) = tx {
+        if let Some(window) = rules.group_window {
+            for k in linking {
+                let Some((_, thread_id, _)) = stored[k] else {
+                    continue;
+                };
+                link(&mut tx, messages[fresh[k]], thread_id, window).await?;
+            }
+        }
         for k in resolving {
             let Some((_, thread_id, _)) = stored[k] else {
                 continue;
@@ -120,6 +161,38 @@ pub async fn record_batch(
         tx.commit().await?;
     }
     Ok(recorded)
+}
+
+/// Whether a stored message is a firing alert, linked to its incident group.
+fn links(message: &Incoming) -> bool {
+    message.kind == Kind::Alert && !resolution::is_recovery_alert(message)
+}
+
+/// Links firing alert `message` (recorded in thread `thread_id`) to its incident group.
+async fn link(
+    conn: &mut sqlx::PgConnection,
+    message: &Incoming,
+    thread_id: i64,
+    window: Duration,
+) -> Result<(), sqlx::Error> {
+    let fingerprint = firstline_alert::parse_alert(&message.text).fingerprint();
+    let title = message.text.lines().next().unwrap_or_default();
+    let alert = firstline_store::groups::NewAlert {
+        team_id: &message.thread.team_id,
+        thread_id,
+        fingerprint: fingerprint.as_deref(),
+        title,
+    };
+    let membership = firstline_store::groups::link_alert(conn, &alert, window).await?;
+    if membership.is_linked() {
+        metrics::counter!(crate::metrics::ALERTS_LINKED, "reason" => "same_alert").increment(1);
+        tracing::info!(
+            group = membership.group_id,
+            primary = %membership.primary.thread_ts,
+            "a repeat of an alert its group already has: linked to that analysis"
+        );
+    }
+    Ok(())
 }
 
 /// Whether a stored message gets a `wake` row: alerts and mentions, except recovery alerts.

@@ -31,3 +31,6 @@ pub const FEEDBACK: &str = "firstline_round_feedback_total";
 /// Counter: clicks on a proposed action's Approve / Reject, by `outcome` (recorded_approve,
 /// recorded_reject, not_allowed, already_decided, expired, other_change, unknown, disabled).
 pub const ACTION_DECISIONS: &str = "firstline_action_decisions_total";
+/// Counter: firing alerts linked at ingest to an open group that already has the same alert
+/// (not investigated again), `reason` = `same_alert`; the worker counts `same_root` links.
+pub const ALERTS_LINKED: &str = "firstline_alerts_linked_total";

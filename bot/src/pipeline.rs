@@ -98,7 +98,7 @@ struct Inner {
 pub struct Touches {
     pub api: Arc<SlackApi>,
     pub queue: mpsc::Sender<Touch>,
-    /// React 👀 to recorded mentions (`bot.ack_reaction`).
+    /// React 👀 to recorded mentions and firing alerts (`bot.ack_reaction`).
     pub react: bool,
 }
 
@@ -153,8 +153,11 @@ impl Pipeline {
         span.record("event_id", message.event_id.as_deref().unwrap_or(""));
         span.record("kind", message.kind.as_str());
         let kind = message.kind;
-        let mention_at = (kind == Kind::Mention)
-            .then(|| (message.thread.channel_id.clone(), message.ts.clone()));
+        // 👀 on every mention and every firing alert at once, whatever queue its round waits
+        // in: people see it was seen, a storm's last alert as soon as its first.
+        let seen = kind == Kind::Mention
+            || (kind == Kind::Alert && !resolution::is_recovery_alert(&message));
+        let mention_at = seen.then(|| (message.thread.channel_id.clone(), message.ts.clone()));
         match self.record(message, started).await? {
             Recorded::Duplicate => Ok(Handled::Duplicate),
             Recorded::Stored {

@@ -28,6 +28,7 @@ use firstline_alert::{AlertTarget, parse_alert};
 use firstline_model::reactions::CHECK_MARK;
 use firstline_model::text::clip;
 use firstline_model::{INCIDENT_SCHEMA, IncidentRecord};
+use firstline_store::groups::{self, GroupResolution};
 use firstline_store::incidents::{self, NewIncident};
 use firstline_store::rounds::{self, RoundOutline};
 use firstline_store::threads;
@@ -418,8 +419,23 @@ pub async fn resolve_thread(
     by: &Resolver,
     event_id: Option<&str>,
 ) -> Result<Option<Resolved>, sqlx::Error> {
+    let thread_id = group_thread(conn, thread_id).await?;
     let Some(resolved) = threads::resolve(conn, thread_id).await? else {
         return Ok(None);
+    };
+    let alerts = match groups::resolve(conn, thread_id).await? {
+        GroupResolution::Alone => 1,
+        GroupResolution::Group { alerts } => alerts,
+        // A linked alert's end: recorded on its membership; the group's incident is its
+        // primary's, announced once.
+        GroupResolution::Linked | GroupResolution::AlreadyResolved => {
+            tracing::info!(thread_id, via = by.via(), "a linked alert ended; recorded");
+            audit_resolution(conn, thread_id, &resolved.key, by, event_id, None).await?;
+            return Ok(Some(Resolved {
+                thread_id,
+                incident_id: None,
+            }));
+        }
     };
     // The thread's alert: its parent when that is an alert, else its first alert, else its
     // first message.
@@ -451,6 +467,7 @@ pub async fn resolve_thread(
         root_cause: draft.root_cause,
         resolution: draft.resolution,
         resolved_at: resolved.resolved_at,
+        alert_count: alerts,
     };
     let incident_id = incidents::insert(conn, &incident).await?;
     if let Some(incident_id) = incident_id {
@@ -463,26 +480,59 @@ pub async fn resolve_thread(
         };
         outbox::enqueue_incident(conn, thread_id, incident_id, &record).await?;
     }
+    audit_resolution(conn, thread_id, &resolved.key, by, event_id, incident_id).await?;
+    metrics::counter!(crate::metrics::RESOLUTIONS, "via" => by.via()).increment(1);
+    tracing::info!(
+        thread_id,
+        via = by.via(),
+        ?incident_id,
+        alerts,
+        "thread resolved"
+    );
+    Ok(Some(Resolved {
+        thread_id,
+        incident_id,
+    }))
+}
+
+/// The thread whose resolution `thread_id`'s stands for: a repeat of its open group's alert ends
+/// when that alert does, so its own thread is marked resolved (its end recorded) and the group's
+/// primary is resolved instead. Any other thread stands for itself.
+async fn group_thread(conn: &mut PgConnection, thread_id: i64) -> Result<i64, sqlx::Error> {
+    match groups::membership(conn, thread_id).await? {
+        Some(member) if member.reason == groups::Reason::SameAlert && !member.resolved => {
+            threads::resolve(conn, thread_id).await?;
+            groups::resolve(conn, thread_id).await?;
+            Ok(member.primary_thread_id)
+        }
+        _ => Ok(thread_id),
+    }
+}
+
+/// The audit row of a resolution.
+async fn audit_resolution(
+    conn: &mut PgConnection,
+    thread_id: i64,
+    key: &firstline_model::ThreadKey,
+    by: &Resolver,
+    event_id: Option<&str>,
+    incident_id: Option<i64>,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO audit (thread_id, actor, action, target, outcome, detail)
          VALUES ($1, 'bot', 'resolve', $2, 'ok', $3)",
     )
     .bind(thread_id)
-    .bind(&resolved.key.channel_id)
+    .bind(&key.channel_id)
     .bind(json!({
         "via": by.via(),
         "event_id": event_id,
-        "thread_ts": resolved.key.thread_ts,
+        "thread_ts": key.thread_ts,
         "incident_id": incident_id,
     }))
     .execute(&mut *conn)
-    .await?;
-    metrics::counter!(crate::metrics::RESOLUTIONS, "via" => by.via()).increment(1);
-    tracing::info!(thread_id, via = by.via(), ?incident_id, "thread resolved");
-    Ok(Some(Resolved {
-        thread_id,
-        incident_id,
-    }))
+    .await
+    .map(|_| ())
 }
 
 /// The `incidents` row a resolution writes (without ids and times).

@@ -156,6 +156,7 @@ pub async fn start(
                 max_batch: usize::try_from(settings.bot.ingest_batch_max).unwrap_or(usize::MAX),
                 transactions: usize::try_from(settings.bot.ingest_transactions)
                     .unwrap_or(usize::MAX),
+                group_window: settings.grouping.window(),
             },
             touches,
             Approvals::new(settings.actions.clone(), api.clone()),

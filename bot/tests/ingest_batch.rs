@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use firstline_bot::classify::Classifier;
 use firstline_bot::ingest::writer::{WriteError, Writer, WriterConfig};
-use firstline_bot::ingest::{Recorded, record, record_batch};
+use firstline_bot::ingest::{Recorded, Rules, record, record_batch};
 use firstline_bot::message::Incoming;
 use firstline_config::Settings;
 use serde_json::{Value, json};
@@ -60,7 +60,9 @@ async fn a_batch_records_what_is_new_in_one_transaction_and_skips_repeats() {
     let db = firstline_testkit::test_db().await;
     let earlier = person("Ev07EARLIER1", "1733140000.000100", "already here");
     assert!(matches!(
-        record(&db.pool, &earlier, BOT_USER).await.unwrap(),
+        record(&db.pool, &earlier, &Rules::new(BOT_USER))
+            .await
+            .unwrap(),
         Recorded::Stored { wakes: false, .. }
     ));
 
@@ -102,7 +104,9 @@ async fn a_batch_records_what_is_new_in_one_transaction_and_skips_repeats() {
         &as_message,
         &other_thread,
     ];
-    let recorded = record_batch(&db.pool, &batch, BOT_USER).await.unwrap();
+    let recorded = record_batch(&db.pool, &batch, &Rules::new(BOT_USER))
+        .await
+        .unwrap();
 
     let wakes: Vec<Option<bool>> = recorded
         .iter()
@@ -171,7 +175,9 @@ async fn a_batch_records_what_is_new_in_one_transaction_and_skips_repeats() {
         "each Kafka record names its own row"
     );
 
-    let again = record_batch(&db.pool, &batch, BOT_USER).await.unwrap();
+    let again = record_batch(&db.pool, &batch, &Rules::new(BOT_USER))
+        .await
+        .unwrap();
     assert!(again.iter().all(|r| *r == Recorded::Duplicate));
     assert_eq!(count(&db.pool, "SELECT count(*) FROM outbox").await, 7);
 }
@@ -250,6 +256,7 @@ fn one_transaction_at_a_time() -> WriterConfig {
     WriterConfig {
         max_batch: 64,
         transactions: 1,
+        group_window: None,
     }
 }
 
@@ -382,9 +389,13 @@ async fn a_resolution_in_a_batch_commits_with_the_batch() {
         &resolved_text,
     );
     let chatter = person("Ev07RESCHAT1", "1733140302.000100", "coffee?");
-    let recorded = record_batch(&db.pool, &[&resolving, &chatter, &firing], BOT_USER)
-        .await
-        .unwrap();
+    let recorded = record_batch(
+        &db.pool,
+        &[&resolving, &chatter, &firing],
+        &Rules::new(BOT_USER),
+    )
+    .await
+    .unwrap();
     let thread_id: i64 =
         sqlx::query_scalar("SELECT id FROM threads WHERE thread_ts = '1733140300.000100'")
             .fetch_one(&db.pool)

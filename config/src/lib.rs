@@ -18,7 +18,7 @@ mod settings;
 pub use env::{ENV_PREFIX, env_var};
 pub use secret::{DatabaseUrl, SecretString};
 pub use settings::TelemetrySettings;
-pub use settings::{ANY_NAMESPACE, ActionsSettings};
+pub use settings::{ANY_NAMESPACE, ActionsSettings, GroupingSettings};
 pub use settings::{
     AlertRule, BotSettings, DatabaseSettings, DevSettings, KafkaSettings, LogFormat, LogSettings,
     RoundSettings, Settings, SlackMode, SlackSettings, TemporalSettings, WorkerSettings,

@@ -426,6 +426,7 @@ mod tests {
                 service: Some("payments".into()),
                 namespace: Some("shop".into()),
                 resolved_at: chrono::DateTime::from_timestamp(1_764_000_000, 0).expect("a time"),
+                alert_count: 1,
             },
             score: 0.03,
             similarity: Some(0.52),

@@ -74,6 +74,8 @@ pub mod propose;
 pub mod recall;
 pub mod render;
 pub mod report;
+pub mod root;
+pub mod sharing;
 pub mod state;
 pub mod steer;
 pub mod summarise;

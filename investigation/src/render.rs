@@ -159,9 +159,14 @@ pub fn render_markdown(state: &IncidentState) -> String {
                 .similarity
                 .map(|s| format!(", similarity {s:.2}"))
                 .unwrap_or_default();
+            // A storm is one incident: say how many alerts it linked.
+            let alerts = match prior.incident.alert_count {
+                n if n > 1 => format!("{n} alerts, "),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "• {title} (matched on {}{similarity}): {} Fix: {}",
+                "• {title} ({alerts}matched on {}{similarity}): {} Fix: {}",
                 prior.matched_on.join(", "),
                 escape(&text::quote_line(&prior.incident.root_cause)),
                 escape(&text::quote_line(&prior.incident.resolution)),

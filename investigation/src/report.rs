@@ -12,6 +12,7 @@ use crate::evidence::EvidenceId;
 use crate::missing::Missing;
 use crate::prior::PriorIncident;
 use crate::propose::Proposal;
+use crate::root::Root;
 use firstline_model::Question;
 
 /// What `summarise` wrote.
@@ -48,6 +49,10 @@ pub struct Report {
     /// are enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposal: Option<Proposal>,
+    /// The headline's verified root, as incident groups compare it ([`crate::root`]): an alert
+    /// whose round finds an open group's root is linked to that group's analysis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<Root>,
 }
 
 impl Report {

@@ -35,6 +35,7 @@ use firstline_alert::AlertStatus;
 use super::next_steps::next_steps;
 use super::propose::propose;
 use super::report::{Cause, Claim, Report};
+use super::root::root;
 use super::state::{AlertInput, IncidentState, IncidentUpdate};
 use crate::catalogue;
 use crate::detectors::text::quote_line;
@@ -112,6 +113,11 @@ pub fn build_report(state: &IncidentState) -> Report {
         Some(finding) => vec![finding.fact.step(&crate::next_steps::scene(state, false))],
         None => next_steps(state, &story),
     };
+    // A recovered alert roots nothing: what it saw has ended.
+    let root = match recovered {
+        Some(_) => None,
+        None => root(&story, &state.alert.target, causes.first()),
+    };
     Report {
         headline: headline(&state.alert),
         next_steps,
@@ -123,6 +129,7 @@ pub fn build_report(state: &IncidentState) -> Report {
         heartbeat: None,
         recovered,
         proposal: propose(&story, &state.findings, evidence, &state.alert.target),
+        root,
     }
 }
 

@@ -236,6 +236,30 @@ impl SlackApi {
         .map(|_| ())
     }
 
+    /// The link to message `ts` of `channel` (`chat.getPermalink`): what a reply in another
+    /// thread points people at.
+    pub async fn permalink(&self, channel: &str, ts: &str) -> Result<String, SlackApiError> {
+        const METHOD: &str = "chat.getPermalink";
+        let params: Vec<(&str, Option<String>)> = vec![
+            ("channel", Some(channel.to_string())),
+            ("message_ts", Some(ts.to_string())),
+        ];
+        let session = self.client.open_session(&self.token);
+        let response: Value = self
+            .call(METHOD, Some(channel), || {
+                session.http_session_api.http_get(METHOD, &params, None)
+            })
+            .await?;
+        response
+            .get("permalink")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or(SlackApiError::MissingField {
+                method: METHOD,
+                field: "permalink",
+            })
+    }
+
     /// Opens dialog `view` for the person whose click gave `trigger_id` (valid for 3 s after the
     /// click). Returns the view's id.
     pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<String, SlackApiError> {

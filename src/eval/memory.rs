@@ -48,6 +48,7 @@ pub async fn insert_past_incidents(
                 root_cause: past.root_cause.clone().unwrap_or_default(),
                 resolution: past.resolution.clone().unwrap_or_default(),
                 resolved_at,
+                alert_count: 1,
             };
             let id = incidents::insert(&mut conn, &incident).await?;
             if let (Some(id), Some(embedder)) = (id, embedder) {

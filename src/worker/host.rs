@@ -108,10 +108,16 @@ pub async fn start_worker(
         graph: GraphOptions::from_settings(&settings.round),
         model,
         embedder: Some(embedder),
-        policy: round_policy(&settings.round, &settings.llm, &settings.actions),
+        policy: round_policy(
+            &settings.round,
+            &settings.llm,
+            &settings.actions,
+            &settings.grouping,
+        ),
         context_chars: settings.round.context_chars,
         task_queue: settings.temporal.task_queue.clone(),
         actions,
+        group_window: settings.grouping.window(),
     });
 
     let client = firstline_temporal::connect(

@@ -22,6 +22,8 @@ pub struct NewIncident {
     pub root_cause: String,
     pub resolution: String,
     pub resolved_at: DateTime<Utc>,
+    /// Alerts the incident's group linked (1: an alert of its own).
+    pub alert_count: i64,
 }
 
 impl NewIncident {
@@ -45,8 +47,9 @@ pub async fn insert(
 ) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
         "INSERT INTO incidents (thread_id, team_id, permalink, alertname, service, namespace,
-                                title, summary, root_cause, resolution, resolved_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                title, summary, root_cause, resolution, resolved_at,
+                                alert_count)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (thread_id) DO NOTHING
          RETURNING id",
     )
@@ -61,6 +64,7 @@ pub async fn insert(
     .bind(&incident.root_cause)
     .bind(&incident.resolution)
     .bind(incident.resolved_at)
+    .bind(i32::try_from(incident.alert_count.max(1)).unwrap_or(i32::MAX))
     .fetch_optional(&mut *conn)
     .await
 }
@@ -99,6 +103,13 @@ pub struct PastIncident {
     pub service: Option<String>,
     pub namespace: Option<String>,
     pub resolved_at: DateTime<Utc>,
+    /// Alerts its group linked (a storm is one incident).
+    #[serde(default = "one")]
+    pub alert_count: i32,
+}
+
+fn one() -> i32 {
+    1
 }
 
 /// A past incident that matched, with its fused score and what matched.
@@ -196,7 +207,7 @@ fused AS (
     GROUP BY id
 )
 SELECT i.id, i.title, i.summary, i.root_cause, i.resolution, i.permalink, i.alertname,
-       i.service, i.namespace, i.resolved_at, f.score, f.similarity::float8 AS similarity,
+       i.service, i.namespace, i.resolved_at, i.alert_count, f.score, f.similarity::float8 AS similarity,
        f.vector_match, f.text_match,
        coalesce(i.alertname = $3, false) AS alertname_match,
        coalesce(i.service = $4, false) AS service_match,

@@ -5,13 +5,14 @@
 //! bring any reachable database (production included) to the current schema.
 //!
 //! Typed repositories cover the tables more than one crate touches: [`threads`], [`rounds`],
-//! [`feedback`], [`incidents`], [`actions`]. A table one crate owns (messages and the outbox: the bot's ingest; evidence,
+//! [`feedback`], [`incidents`], [`actions`], [`groups`]. A table one crate owns (messages and the outbox: the bot's ingest; evidence,
 //! claims, checkpoints: the worker's activities; `tool_cache` and `audit`: the tool layer) keeps
 //! its SQL with that crate, next to the transaction it belongs to.
 
 pub mod actions;
 pub mod embeddings;
 pub mod feedback;
+pub mod groups;
 pub mod incidents;
 pub mod rounds;
 pub mod threads;

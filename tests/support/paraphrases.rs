@@ -75,6 +75,7 @@ impl Past {
             root_cause: self.root_cause.clone(),
             resolution: self.resolution.clone(),
             resolved_at,
+            alert_count: 1,
         };
         firstline_store::incidents::insert(&mut conn, &incident)
             .await

@@ -23,6 +23,9 @@ pub mod names {
     pub const EXECUTE_ACTION: &str = "execute_action";
     pub const VERIFY_ACTION: &str = "verify_action";
     pub const SHOW_ACTION: &str = "show_action";
+    pub const PROBE_GROUP: &str = "probe_group";
+    pub const LINK_ROUND: &str = "link_round";
+    pub const POST_LINK: &str = "post_link";
 }
 
 /// The round's activities.
@@ -99,6 +102,27 @@ impl RoundActivities {
         unimplemented!()
     }
 
+    /// The thread linked, before any round, to an open group whose root its alert shares (a pod
+    /// on a NotReady node: one object read), with what was read as its evidence.
+    #[activity(name = names::PROBE_GROUP)]
+    pub fn probe_group(_input: ProbeInput) -> Result<LinkOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// The thread linked to an open incident group whose root its grounded round found (or
+    /// its group records the root, for later alerts to find). Idempotent.
+    #[activity(name = names::LINK_ROUND)]
+    pub fn link_round(_input: LinkRoundInput) -> Result<LinkOutcome, ActivityError> {
+        unimplemented!()
+    }
+
+    /// A linked thread's one line pointing at its group's analysis, posted once; then the
+    /// primary's reply edited to list the group's linked alerts.
+    #[activity(name = names::POST_LINK)]
+    pub fn post_link(_input: LinkInput) -> Result<PostOutcome, ActivityError> {
+        unimplemented!()
+    }
+
     /// A short note in the thread when a round ran out of retries.
     #[activity(name = names::POST_FAILURE)]
     pub fn post_failure(_input: FailureInput) -> Result<PostOutcome, ActivityError> {
@@ -108,6 +132,7 @@ impl RoundActivities {
 
 /// The activities' marker types, for implementations to name with `#[activity(definition = …)]`.
 pub use round_activities::{
-    CommitRound, EditPost, ExecuteAction, ExpireAction, LoadContext, PostFailure, PostToThread,
-    ProposeAction, RefineRound, RunGraph, ShowAction, VerifyAction,
+    CommitRound, EditPost, ExecuteAction, ExpireAction, LinkRound, LoadContext, PostFailure,
+    PostLink, PostToThread, ProbeGroup, ProposeAction, RefineRound, RunGraph, ShowAction,
+    VerifyAction,
 };

@@ -3,7 +3,12 @@
 //! ```text
 //! loop {
 //!     load_context → guards (resolved, rounds ≥ max, age > max) → return
-//!     run_graph → commit_round → (actions on, grounded) propose_action → post_to_thread
+//!     linked to another thread's analysis and nobody asked here? post_link → return
+//!     (first round) probe_group, again every 3 s while an earlier alert's first analysis
+//!         runs (≤ grouping.wait_secs): the alert shares an open group's root? post_link → return
+//!     run_graph → commit_round → (first round, grounded) link_round: the root is an open
+//!         group's? post_link → return
+//!     (actions on, grounded) propose_action → post_to_thread
 //!         → (with a model) refine_round → edit_post
 //!     a proposal? wait for its decision, a mention or actions.approval_timeout_secs:
 //!         approved → execute_action → verify_action; otherwise expire_action; → show_action
@@ -36,8 +41,9 @@ use temporalio_sdk::{
 
 use crate::activities::RoundActivities;
 use crate::types::{
-    ActionInput, ActionPolicy, ActivityPolicy, CommitInput, EditInput, FailureInput, Guard,
-    LoadContextInput, PostInput, ProposeInput, RefineInput, RoundPolicy, RunGraphInput, RunOutcome,
+    ActionInput, ActionPolicy, ActivityPolicy, CommitInput, EditInput, FailureInput,
+    GroupingPolicy, Guard, LinkInput, LinkRoundInput, LoadContextInput, PostInput, ProbeInput,
+    ProposeInput, RefineInput, RoundPolicy, RunGraphInput, RunOutcome,
 };
 
 /// Signals kept per run: a bound on workflow state whatever a channel does.
@@ -106,6 +112,65 @@ impl IncidentRound {
                 });
             };
             let round = context.rounds_done + 1;
+            // What people wrote in this thread since the last round (the alert's own wake-up
+            // is no question).
+            let asked_here = mentions.iter().any(|m| m.ts != context.alert.ts);
+            // A linked alert is answered by its group's analysis, in one line — unless someone
+            // asks here, who gets a round of their own.
+            if context.linked.is_some() && !asked_here {
+                ctx.execute_activity(
+                    RoundActivities::post_link,
+                    LinkInput {
+                        thread: thread.clone(),
+                        thread_id,
+                        alert_ts: context.alert.ts.clone(),
+                    },
+                    options(&policy.activity),
+                )
+                .await?;
+                return Ok(RunOutcome::Linked { rounds_run });
+            }
+            // A new alert first asks whether it shares an open group's root (a pod on a node
+            // that is down): then that analysis answers it, for one object read.
+            // While an earlier alert's first analysis runs, it waits for that root (bounded by
+            // `grouping.wait_secs`).
+            if let (Some(grouping), 1, false) = (&policy.grouping, round, asked_here) {
+                let checks = grouping.wait_secs / GroupingPolicy::RECHECK.as_secs() + 1;
+                let mut linked = false;
+                for check in 0..checks {
+                    let probed = ctx
+                        .execute_activity(
+                            RoundActivities::probe_group,
+                            ProbeInput {
+                                thread: thread.clone(),
+                                thread_id,
+                                run_id: ctx.run_id().to_string(),
+                                alert: context.alert.clone(),
+                                wait_secs: grouping.wait_secs,
+                            },
+                            options(&policy.activity),
+                        )
+                        .await?;
+                    linked = probed.linked.is_some();
+                    if linked || !probed.earlier_running || check + 1 == checks {
+                        break;
+                    }
+                    ctx.timer(GroupingPolicy::RECHECK).await;
+                }
+                if linked {
+                    ctx.execute_activity(
+                        RoundActivities::post_link,
+                        LinkInput {
+                            thread: thread.clone(),
+                            thread_id,
+                            alert_ts: context.alert.ts.clone(),
+                        },
+                        options(&policy.activity),
+                    )
+                    .await?;
+                    return Ok(RunOutcome::Linked { rounds_run });
+                }
+            }
             // Every message the round answers: its mentions and replies (their 👀; a click is
             // no message), else the alert.
             let mut react_to: Vec<String> = mentions
@@ -143,6 +208,30 @@ impl IncidentRound {
                         options(&policy.activity),
                     )
                     .await?;
+                // The first round of an alert nobody asked about: when its root is an open
+                // group's, the group's analysis answers it in one line.
+                if policy.grouping.is_some() && committed.grounded && round == 1 && !asked_here {
+                    let link = ctx
+                        .execute_activity(
+                            RoundActivities::link_round,
+                            LinkRoundInput { thread_id, round },
+                            options(&policy.activity),
+                        )
+                        .await?;
+                    if link.linked.is_some() {
+                        ctx.execute_activity(
+                            RoundActivities::post_link,
+                            LinkInput {
+                                thread: thread.clone(),
+                                thread_id,
+                                alert_ts: context.alert.ts.clone(),
+                            },
+                            options(&policy.activity),
+                        )
+                        .await?;
+                        return Ok::<_, ActivityExecutionError>((committed, None, true));
+                    }
+                }
                 // Only a grounded round's verified cause may propose; a proposal that cannot be
                 // prepared leaves the reply as it would have been.
                 let proposed = if policy.actions.is_some() && committed.grounded {
@@ -180,13 +269,13 @@ impl IncidentRound {
                     options(&policy.activity),
                 )
                 .await?;
-                Ok::<_, ActivityExecutionError>((committed, proposed))
+                Ok((committed, proposed, false))
             }
             .await;
             // The deterministic reply is posted; with a model, it is improved in place. A model
             // pass that fails outright leaves the posted reply as it is.
             let finished = match (finished, &policy.refine) {
-                (Ok((mut committed, proposed)), Some(refine)) => {
+                (Ok((mut committed, proposed, false)), Some(refine)) => {
                     let refined = ctx
                         .execute_activity(
                             RoundActivities::refine_round,
@@ -224,11 +313,11 @@ impl IncidentRound {
                             "the model pass over round {round} failed: {error}"
                         )),
                     }
-                    Ok((committed, proposed))
+                    Ok((committed, proposed, false))
                 }
                 (finished, _) => finished,
             };
-            let (committed, proposed) = match finished {
+            let (committed, proposed, linked) = match finished {
                 Ok(finished) => finished,
                 Err(error) => {
                     // Out of retries: say so in the thread (best effort), then fail the run.
@@ -255,6 +344,9 @@ impl IncidentRound {
             };
             rounds_run += 1;
             answered = seen;
+            if linked {
+                return Ok(RunOutcome::Linked { rounds_run });
+            }
 
             if let (Some(action_id), Some(actions)) = (proposed, policy.actions.clone()) {
                 let action = ActionInput {

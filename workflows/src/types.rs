@@ -29,6 +29,56 @@ pub struct RoundContext {
     pub thread: ThreadContext,
     /// The limits the workflow applies, from the worker's configuration.
     pub policy: RoundPolicy,
+    /// The incident group whose analysis answers this thread's alert, when it is linked to
+    /// another thread's (a repeat of its alert, or its own round found the group's root).
+    #[serde(default)]
+    pub linked: Option<LinkedTo>,
+}
+
+/// Another thread whose analysis answers this one's alert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkedTo {
+    pub group_id: i64,
+    /// The group's primary thread, which has the analysis.
+    pub primary: ThreadKey,
+}
+
+/// `link_round`'s input: a committed, grounded round whose root may be an open group's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRoundInput {
+    pub thread_id: i64,
+    pub round: u32,
+}
+
+/// What `link_round` or `probe_group` decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkOutcome {
+    /// The thread is linked to another thread's analysis: it gets one line, not the reply.
+    pub linked: Option<LinkedTo>,
+    /// Not linked yet, and an earlier alert's first analysis is still running: its root may
+    /// be this alert's too.
+    #[serde(default)]
+    pub earlier_running: bool,
+}
+
+/// `probe_group`'s input: a new alert that may share an open group's root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeInput {
+    pub thread: ThreadKey,
+    pub thread_id: i64,
+    pub run_id: String,
+    pub alert: AlertMessage,
+    /// `grouping.wait_secs`: an earlier analysis that started longer ago is not waited for.
+    pub wait_secs: u64,
+}
+
+/// `post_link`'s input: a linked thread's one line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkInput {
+    pub thread: ThreadKey,
+    pub thread_id: i64,
+    /// The alert whose 👀 becomes 🔗.
+    pub alert_ts: String,
 }
 
 /// Why a round does not start.
@@ -91,6 +141,21 @@ pub struct RoundPolicy {
     /// ever proposed.
     #[serde(default)]
     pub actions: Option<ActionPolicy>,
+    /// With grouping on (`grouping.window_secs > 0`): a new alert may be linked to an open
+    /// group's analysis; how long it waits for an earlier alert's first analysis.
+    #[serde(default)]
+    pub grouping: Option<GroupingPolicy>,
+}
+
+/// How long a new alert waits for an earlier alert's first analysis before its own round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupingPolicy {
+    pub wait_secs: u64,
+}
+
+impl GroupingPolicy {
+    /// Between two checks of whether the earlier analysis has found its root.
+    pub const RECHECK: Duration = Duration::from_secs(3);
 }
 
 /// One activity's timeouts and retries.
@@ -133,6 +198,7 @@ impl Default for RoundPolicy {
             activity,
             refine: None,
             actions: None,
+            grouping: None,
         }
     }
 }
@@ -265,6 +331,8 @@ pub enum RunOutcome {
     Answered { rounds_run: u32 },
     /// It asked and nobody mentioned the bot within the idle timeout.
     Idle { rounds_run: u32 },
+    /// Its alert is linked to another thread's analysis: one line points there.
+    Linked { rounds_run: u32 },
 }
 
 /// An action's limits, from `[actions]`: how long a proposal waits for a decision and how long

@@ -13,10 +13,11 @@ use firstline_slack::{OutgoingMessage, SlackApi};
 use firstline_store::actions::{self as store, ActionRow};
 use firstline_workflows::types::{ActionInput, ActionOutcome, PostOutcome};
 
-use super::blocks::{ACTION_EVENT_TYPE, outcome_metadata, outcome_text, with_action};
+use super::blocks::{ACTION_EVENT_TYPE, outcome_metadata, outcome_text};
 use super::execute::outcome;
 use crate::RoundError;
-use crate::blocks::{marks_round, round_blocks};
+use crate::blocks::marks_round;
+use crate::group::reply::{Posted, replace};
 use crate::post::REPLIES_SCANNED;
 
 /// Marks action `input.action_id` expired unless someone decided it first; the row as it stands.
@@ -43,13 +44,14 @@ pub async fn show_action(
     let action = store::get(pool, input.action_id)
         .await?
         .ok_or(RoundError::UnknownAction(input.action_id))?;
-    let row: Option<(serde_json::Value, Option<String>)> =
-        sqlx::query_as("SELECT result, posted_ts FROM rounds WHERE thread_id = $1 AND number = $2")
-            .bind(thread_id)
-            .bind(round as i32)
-            .fetch_optional(pool)
-            .await?;
-    let Some((result, posted_ts)) = row else {
+    let row: Option<(i64, serde_json::Value, Option<String>)> = sqlx::query_as(
+        "SELECT id, result, posted_ts FROM rounds WHERE thread_id = $1 AND number = $2",
+    )
+    .bind(thread_id)
+    .bind(round as i32)
+    .fetch_optional(pool)
+    .await?;
+    let Some((round_id, result, posted_ts)) = row else {
         return Err(RoundError::NotCommitted { thread_id, round });
     };
     let Some(ts) = posted_ts else {
@@ -61,15 +63,19 @@ pub async fn show_action(
             round,
             error,
         })?;
-    let channel = &input.thread.channel_id;
-    slack
-        .update_message(
-            channel,
-            &ts,
-            &result.text,
-            Some(with_action(round_blocks(&result, round), &action).into()),
-        )
-        .await?;
+    replace(
+        pool,
+        slack,
+        &Posted {
+            channel: &input.thread.channel_id,
+            thread_id,
+            round_id,
+            round,
+            result: &result,
+            ts: &ts,
+        },
+    )
+    .await?;
     match post_outcome(pool, slack, input, &action).await? {
         Some(ts) => Ok(PostOutcome {
             ts,

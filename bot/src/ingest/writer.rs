@@ -13,7 +13,7 @@
 //! The dispatcher ends when every [`Writer`] clone is dropped; requests in flight keep their
 //! batch's task alive until it has answered them.
 
-use super::{Recorded, record, record_batch};
+use super::{Recorded, Rules, record, record_batch};
 use crate::message::Incoming;
 use crate::metrics as names;
 use sqlx::PgPool;
@@ -42,6 +42,8 @@ pub struct WriterConfig {
     pub max_batch: usize,
     /// Most transactions in flight at once.
     pub transactions: usize,
+    /// `grouping.window_secs`; `None`: every alert is its own incident.
+    pub group_window: Option<std::time::Duration>,
 }
 
 /// The handle requests record through. Cheap to clone.
@@ -62,7 +64,13 @@ impl Writer {
         let (jobs, queue) = mpsc::channel(QUEUE);
         tokio::spawn(dispatch(
             queue,
-            Arc::new(Batcher { pool, bot_user_id }),
+            Arc::new(Batcher {
+                pool,
+                rules: Rules {
+                    bot_user_id,
+                    group_window: config.group_window,
+                },
+            }),
             config,
         ));
         Self { jobs }
@@ -82,7 +90,7 @@ impl Writer {
 #[derive(Debug)]
 struct Batcher {
     pool: PgPool,
-    bot_user_id: String,
+    rules: Rules,
 }
 
 async fn dispatch(mut queue: mpsc::Receiver<Job>, batcher: Arc<Batcher>, config: WriterConfig) {
@@ -120,7 +128,7 @@ impl Batcher {
     async fn commit(&self, batch: Vec<Job>) {
         metrics::histogram!(names::INGEST_BATCH_SIZE).record(batch.len() as f64);
         let messages: Vec<&Incoming> = batch.iter().map(|job| &job.message).collect();
-        match record_batch(&self.pool, &messages, &self.bot_user_id).await {
+        match record_batch(&self.pool, &messages, &self.rules).await {
             Ok(recorded) => {
                 for (job, recorded) in batch.into_iter().zip(recorded) {
                     let _ = job.done.send(Ok(recorded));
@@ -130,7 +138,7 @@ impl Batcher {
                 tracing::warn!(error = %e, size = batch.len(), "batch rejected; recording its messages one by one");
                 metrics::counter!(names::INGEST_BATCH_SPLITS).increment(1);
                 for job in batch {
-                    let recorded = record(&self.pool, &job.message, &self.bot_user_id)
+                    let recorded = record(&self.pool, &job.message, &self.rules)
                         .await
                         .map_err(|e| WriteError::Database(Arc::new(e)));
                     let _ = job.done.send(recorded);

@@ -42,7 +42,8 @@ pub struct BotSettings {
     pub ingest_transactions: u64,
     /// Which messages are alerts, per channel.
     pub alert_rules: Vec<AlertRule>,
-    /// React with 👀 to a mention as soon as it is recorded (✅ to one that resolved its thread).
+    /// React with 👀 to a mention or a firing alert as soon as it is recorded (✅ to a mention
+    /// that resolved its thread).
     pub ack_reaction: bool,
     /// Outbox rows one relay claims at a time.
     pub relay_batch: u32,

@@ -9,6 +9,7 @@ mod check;
 mod database;
 mod dev;
 mod embedding;
+mod grouping;
 mod kafka;
 mod llm;
 mod load;
@@ -26,6 +27,7 @@ pub use bot::{AlertRule, BotSettings};
 pub use database::DatabaseSettings;
 pub use dev::DevSettings;
 pub use embedding::{EmbedderSettings, EmbeddingSettings, LOCAL_EMBEDDING_MODEL};
+pub use grouping::GroupingSettings;
 pub use kafka::{KafkaSecurity, KafkaSettings, SASL_MECHANISMS};
 pub use llm::LlmSettings;
 pub use log::{LogFormat, LogSettings};
@@ -75,6 +77,8 @@ pub struct Settings {
     pub telemetry: TelemetrySettings,
     /// Acting on the cluster with a person's approval (off by default).
     pub actions: ActionsSettings,
+    /// Alerts that share a cause, linked to one analysis.
+    pub grouping: GroupingSettings,
 }
 
 impl Settings {

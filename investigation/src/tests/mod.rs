@@ -13,6 +13,7 @@ mod nodes;
 mod outside;
 mod proposals;
 mod recall_db;
+mod storms;
 mod strongest;
 
 use fake::FakeSource;

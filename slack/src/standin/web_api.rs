@@ -215,6 +215,21 @@ fn answer(state: &StandInState, method: &str, params: &Map<String, Value>) -> Va
             });
             json!({"ok": true, "message_ts": ts})
         }
+        "chat.getPermalink" => {
+            let (channel, ts) = (
+                str_param(params, "channel"),
+                str_param(params, "message_ts"),
+            );
+            match ws.thread(channel, ts) {
+                None => json!({"ok": false, "error": "channel_not_found"}),
+                Some(found) if !found.iter().any(|m| m.ts == ts) => {
+                    json!({"ok": false, "error": "message_not_found"})
+                }
+                Some(_) => json!({"ok": true, "channel": channel, "permalink":
+                    format!("https://firstline-dev.slack.com/archives/{channel}/p{}",
+                            ts.replace('.', ""))}),
+            }
+        }
         "usergroups.users.list" => match ws.user_group(str_param(params, "usergroup")) {
             Some(users) => json!({"ok": true, "users": users}),
             None => json!({"ok": false, "error": "no_such_subteam"}),
