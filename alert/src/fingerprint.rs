@@ -1,5 +1,6 @@
 //! An alert's identity for grouping repeats: what makes two notifications the *same alert* (a
-//! repeat notification, a re-fire), as Alertmanager itself fingerprints an alert by its labels.
+//! repeat notification, a re-fire), as Alertmanager itself fingerprints an alert by its labels;
+//! and the short name a list of an incident's alerts shows for it.
 
 use sha2::{Digest, Sha256};
 
@@ -49,6 +50,37 @@ impl AlertTarget {
     }
 }
 
+impl AlertTarget {
+    /// The alert in a few words: its name and the object it is about (`KubePodNotReady
+    /// shop/cart-web-5b8c7d9f6-w4n2h`, `KubeNodeNotReady worker-3`); `None` when it names
+    /// nothing.
+    pub fn short_name(&self) -> Option<String> {
+        let identity = self.identity()?;
+        let in_namespace = |name: &str| match self.namespace.as_deref() {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.to_string(),
+        };
+        let object = match (
+            self.pod.as_deref(),
+            self.workload.as_deref().filter(|_| !self.workload_derived),
+            self.volume_claim.as_deref(),
+            self.service.as_deref(),
+            self.node.as_deref(),
+        ) {
+            (Some(pod), ..) => Some(in_namespace(pod)),
+            (None, Some(workload), ..) => Some(in_namespace(workload)),
+            (None, None, Some(claim), ..) => Some(in_namespace(claim)),
+            (None, None, None, Some(service), _) => Some(in_namespace(service)),
+            (None, None, None, None, Some(node)) => Some(node.to_string()),
+            _ => self.namespace.clone(),
+        };
+        Some(match object {
+            Some(object) => format!("{identity} {object}"),
+            None => identity.to_string(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::parse_alert;
@@ -66,6 +98,23 @@ mod tests {
         assert_ne!(parse_alert(&other_pod).fingerprint(), first);
         let other_alert = CRASH.replace("KubePodCrashLooping", "KubePodNotReady");
         assert_ne!(parse_alert(&other_alert).fingerprint(), first);
+    }
+
+    #[test]
+    fn a_short_name_is_the_alert_and_its_object() {
+        assert_eq!(
+            parse_alert(CRASH).short_name().as_deref(),
+            Some("KubePodCrashLooping payments/api-7d9f8c6b5-x2k4q")
+        );
+        let node = parse_alert(
+            "[FIRING:1] KubeNodeNotReady (worker-3)\n*Details:*\n  • *alertname:* \
+             `KubeNodeNotReady`\n  • *node:* `worker-3`",
+        );
+        assert_eq!(
+            node.short_name().as_deref(),
+            Some("KubeNodeNotReady worker-3")
+        );
+        assert_eq!(parse_alert("just some chatter").short_name(), None);
     }
 
     #[test]

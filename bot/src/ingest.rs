@@ -175,13 +175,16 @@ async fn link(
     thread_id: i64,
     window: Duration,
 ) -> Result<(), sqlx::Error> {
-    let fingerprint = firstline_alert::parse_alert(&message.text).fingerprint();
-    let title = message.text.lines().next().unwrap_or_default();
+    let alert = firstline_alert::parse_alert(&message.text);
+    let fingerprint = alert.fingerprint();
+    let title = alert
+        .short_name()
+        .unwrap_or_else(|| firstline_alert::title::first_line(&message.text).to_string());
     let alert = firstline_store::groups::NewAlert {
         team_id: &message.thread.team_id,
         thread_id,
         fingerprint: fingerprint.as_deref(),
-        title,
+        title: &title,
     };
     let membership = firstline_store::groups::link_alert(conn, &alert, window).await?;
     if membership.is_linked() {

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::detectors::{Confidence, ObjectKind, Subject, same_resource};
 use crate::explain::Explanation;
-use crate::report::Cause;
 use crate::sharing::{Sharing, sharing};
 
 /// A round's root, as groups compare it.
@@ -27,13 +26,9 @@ pub struct Root {
     pub sharing: Option<Sharing>,
 }
 
-/// The root of the round whose findings read as `story` about `alert`, citing `headline` (the
-/// report's first cause, the story's headline chain's).
-pub fn root(
-    story: &Explanation<'_>,
-    alert: &AlertTarget,
-    headline: Option<&Cause>,
-) -> Option<Root> {
+/// The root of the round whose findings read as `story` about `alert`; `cited` is how the report
+/// cites the headline cause (`E4: "…"`), else its title is.
+pub fn root(story: &Explanation<'_>, alert: &AlertTarget, cited: Option<String>) -> Option<Root> {
     let chain = story.headline()?;
     if !chain.cause.is_verified_cause() || chain.confidence == Confidence::Low {
         return None;
@@ -71,13 +66,7 @@ pub fn root(
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))?;
     let cluster = alert.cluster.as_deref().unwrap_or_default();
-    let evidence = headline
-        .and_then(|cause| cause.claims.first())
-        .map(|claim| {
-            let ids: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
-            format!("{}: \u{201c}{}\u{201d}", ids.join(", "), claim.quote)
-        })
-        .unwrap_or_else(|| chain.cause.title());
+    let evidence = cited.unwrap_or_else(|| chain.cause.title());
     Some(Root {
         key: format!("{kind}|{cluster}|{namespace}|{}{cause_kind}", subject.name),
         title: chain.cause.title(),

@@ -116,7 +116,16 @@ pub fn build_report(state: &IncidentState) -> Report {
     // A recovered alert roots nothing: what it saw has ended.
     let root = match recovered {
         Some(_) => None,
-        None => root(&story, &state.alert.target, causes.first()),
+        None => {
+            let cited = causes
+                .first()
+                .and_then(|cause| cause.claims.first())
+                .map(|claim| {
+                    let ids: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
+                    format!("{}: \u{201c}{}\u{201d}", ids.join(", "), claim.quote)
+                });
+            root(&story, &state.alert.target, cited)
+        }
     };
     Report {
         headline: headline(&state.alert),

@@ -17,6 +17,10 @@
 //! }
 //! ```
 //!
+//! Grouping (storms) is decided by what activities return — `load_context`'s `linked` and
+//! policy, `probe_group`, `link_round` — and only in a thread's first round, so a history
+//! recorded before it existed replays unchanged: its recorded policy has no grouping.
+//!
 //! A decision arrives as the `decision` signal (the bot recorded it in Postgres first); the
 //! `actions` row, not the signal, decides what runs: an approval that won the race against the
 //! timer is executed, and `execute_action` refuses anything not approved.

@@ -2,6 +2,7 @@
 //! alerts linked to it (count, newest first, bounded).
 
 use firstline_investigation::render::escape;
+use firstline_model::text::clip;
 use firstline_slack::limits;
 use firstline_store::groups::{Listed, Membership, Reason};
 use serde_json::{Value, json};
@@ -45,15 +46,15 @@ pub fn link_text(member: &Membership) -> String {
             let root = member.root_title.as_deref().unwrap_or("the same root");
             let evidence = member.evidence.as_deref().unwrap_or_default();
             format!(
-                ":link: Same cause as {there}: {}. Evidence here: {}. The analysis is there; \
-                 mention me to investigate this alert on its own.",
+                ":link: Same cause as {there}: {}. Evidence here: {}. It is answered in that \
+                 thread; mention me to investigate this alert on its own.",
                 escape(root),
                 escape(evidence),
             )
         }
         _ => format!(
-            ":link: Same alert as {there}, still firing; the analysis is there. Mention me to \
-             investigate this one on its own."
+            ":link: Same alert as {there}, still firing; it is answered in that thread. Mention \
+             me to investigate this one on its own."
         ),
     }
 }
@@ -74,10 +75,7 @@ pub fn linked_block(count: i64, newest: &[Listed]) -> Option<Value> {
         };
         text.push_str(&format!(
             "\n• {} ({why})",
-            linked(
-                &limits::truncate(&alert.title, 120),
-                alert.permalink.as_deref()
-            )
+            linked(&clip(&alert.title, 120, "…"), alert.permalink.as_deref())
         ));
     }
     let more = count - i64::try_from(newest.len()).unwrap_or(0);
