@@ -1,7 +1,7 @@
 -- Storms: alerts that share a cause are one incident group with one analysis. Every firing alert's
 -- thread belongs to exactly one group (the primary key of group_members): the first alert of a
 -- group is its primary and gets the full analysis; a later alert joins an open group of its
--- workspace, within `grouping.window_secs` of the group's latest alert, when it is the same alert
+-- channel, within `grouping.window_secs` of the group's latest alert, when it is the same alert
 -- (same fingerprint: alertname and identifying labels) or when its own round finds the group's
 -- root (`root_key`: the same node, workload, dependency or volume). Linking runs under one
 -- advisory lock per workspace, so it is decided once per alert whatever the order of arrival and
@@ -9,6 +9,9 @@
 CREATE TABLE incident_groups (
     id                bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     team_id           text        NOT NULL,
+    -- A storm lands in one channel: alerts of two channels (prod and staging, two teams) are
+    -- never taken for one incident.
+    channel_id        text        NOT NULL,
     primary_thread_id bigint      NOT NULL UNIQUE REFERENCES threads (id) ON DELETE CASCADE,
     opened_at         timestamptz NOT NULL DEFAULT now(),
     -- The window slides with the group's newest alert.
@@ -27,10 +30,8 @@ CREATE TABLE incident_groups (
     CHECK ((root_key IS NULL) = (root_title IS NULL))
 );
 
-CREATE INDEX incident_groups_open_root ON incident_groups (team_id, root_key, last_alert_at)
-    WHERE status = 'open' AND root_key IS NOT NULL;
-CREATE INDEX incident_groups_open_sharing ON incident_groups (team_id, last_alert_at)
-    WHERE status = 'open' AND sharing IS NOT NULL;
+CREATE INDEX incident_groups_open ON incident_groups (team_id, channel_id, last_alert_at)
+    WHERE status = 'open';
 
 CREATE TABLE group_members (
     thread_id         bigint      PRIMARY KEY REFERENCES threads (id) ON DELETE CASCADE,

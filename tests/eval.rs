@@ -25,9 +25,6 @@ const EXPECT_FAIL: &[&str] = &[
     // Service with no endpoints; the scenario has no Ingress object, only the controller's
     // log, so the host is not followed into the cluster.
     "partner-portal-login-502-keycloak-stale-changelog-lock",
-    // The pod that mounts the filling claim is found and its log quoted, but a job retried
-    // with its work dirs kept is no finding.
-    "pvc-transcode-scratch-kept-failed-workdirs-kube-root-ca-noise",
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

@@ -21,23 +21,39 @@ async fn db() -> PgPool {
     pool
 }
 
-/// A new thread of `team`, opened by an alert at `ts`.
+/// A new thread of `team`'s channel C1, opened by an alert at `ts`.
 async fn thread(pool: &PgPool, team: &str, ts: &str) -> i64 {
+    thread_in(pool, team, "C1", ts).await
+}
+
+async fn thread_in(pool: &PgPool, team: &str, channel: &str, ts: &str) -> i64 {
     sqlx::query_scalar(
-        "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ($1, 'C1', $2) RETURNING id",
+        "INSERT INTO threads (team_id, channel_id, thread_ts) VALUES ($1, $2, $3) RETURNING id",
     )
     .bind(team)
+    .bind(channel)
     .bind(ts)
     .fetch_one(pool)
     .await
     .expect("thread")
 }
 
-/// Links thread `thread_id`'s alert in a transaction of its own.
+/// Links thread `thread_id`'s alert (channel C1) in a transaction of its own.
 async fn link(pool: &PgPool, team: &str, thread_id: i64, fingerprint: Option<&str>) -> Reason {
+    link_in(pool, team, "C1", thread_id, fingerprint).await
+}
+
+async fn link_in(
+    pool: &PgPool,
+    team: &str,
+    channel: &str,
+    thread_id: i64,
+    fingerprint: Option<&str>,
+) -> Reason {
     let mut tx = pool.begin().await.expect("tx");
     let alert = NewAlert {
         team_id: team,
+        channel_id: channel,
         thread_id,
         fingerprint,
         title: "[FIRING:1] KubePodCrashLooping (shop api-1)",
@@ -105,6 +121,12 @@ async fn another_alert_another_workspace_or_an_old_group_open_groups_of_their_ow
     );
     let unnamed = thread(&pool, "T1", "1733130000.000004").await;
     assert_eq!(link(&pool, "T1", unnamed, None).await, Reason::Primary);
+    // The same alert in another channel (staging beside prod) is another incident.
+    let other_channel = thread_in(&pool, "T1", "C2", "1733130000.000005").await;
+    assert_eq!(
+        link_in(&pool, "T1", "C2", other_channel, Some(CRASH)).await,
+        Reason::Primary
+    );
     // Sixteen minutes after the group's newest alert the window is closed.
     sqlx::query("UPDATE incident_groups SET last_alert_at = now() - interval '16 minutes'")
         .execute(&pool)
@@ -161,6 +183,19 @@ async fn a_round_that_finds_an_open_groups_root_joins_it_with_its_own_repeats() 
         Reason::SameAlert
     );
     assert_eq!(group_of(&pool, node_repeat).await, group);
+    // Only a repeat of the primary's own alert ends with it (its recovery resolves the group);
+    // a repeat of an alert that joined by its root is that alert's.
+    let member = |thread_id| {
+        let pool = pool.clone();
+        async move {
+            groups::membership_of(&pool, thread_id)
+                .await
+                .expect("membership")
+                .expect("a member")
+        }
+    };
+    assert!(member(pod_repeat).await.repeats_primary());
+    assert!(!member(node_repeat).await.repeats_primary());
     // A different root stays apart.
     let unrelated = thread(&pool, "T1", "1733130000.000004").await;
     link(&pool, "T1", unrelated, Some(THIRD)).await;
@@ -213,4 +248,96 @@ async fn a_group_resolves_once_and_its_linked_alerts_ends_are_recorded() {
         link(&pool, "T1", refire, Some(CRASH)).await,
         Reason::Primary
     );
+}
+
+#[tokio::test]
+async fn a_group_being_resolved_is_never_joined() {
+    let pool = db().await;
+    let primary = thread(&pool, "T1", "1733130000.000001").await;
+    link(&pool, "T1", primary, Some(CRASH)).await;
+    // The primary's recovery is being recorded while a repeat arrives.
+    let mut resolving = pool.begin().await.expect("tx");
+    assert_eq!(
+        groups::resolve(&mut resolving, primary)
+            .await
+            .expect("resolve"),
+        GroupResolution::Alone
+    );
+    let repeat = thread(&pool, "T1", "1733130000.000002").await;
+    let linking = tokio::spawn({
+        let pool = pool.clone();
+        async move { link(&pool, "T1", repeat, Some(CRASH)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !linking.is_finished(),
+        "the repeat waits for the group's row"
+    );
+    resolving.commit().await.expect("commit");
+    assert_eq!(linking.await.expect("linked"), Reason::Primary);
+    assert_ne!(
+        group_of(&pool, repeat).await,
+        group_of(&pool, primary).await
+    );
+}
+
+#[tokio::test]
+async fn a_later_alert_waits_for_an_earlier_analysis_and_then_shares_its_root() {
+    let pool = db().await;
+    let wait = Duration::from_secs(60);
+    let node_alert = thread(&pool, "T1", "1733130000.000001").await;
+    link(&pool, "T1", node_alert, Some(CRASH)).await;
+    let pod_alert = thread(&pool, "T1", "1733130000.000002").await;
+    link(&pool, "T1", pod_alert, Some(OTHER)).await;
+    // The node alert's first round runs: the pod alert waits; the node alert waits for nobody.
+    assert!(
+        groups::earlier_running(&pool, "T1", pod_alert, wait)
+            .await
+            .expect("read")
+    );
+    assert!(
+        !groups::earlier_running(&pool, "T1", node_alert, wait)
+            .await
+            .expect("read")
+    );
+    let sharing = serde_json::json!({"kind": "pods_on_node", "node": "worker-3"});
+    groups::link_root(
+        &pool,
+        node_alert,
+        &Root {
+            sharing: Some(&sharing),
+            ..node_root()
+        },
+        WINDOW,
+    )
+    .await
+    .expect("root");
+    assert!(
+        !groups::earlier_running(&pool, "T1", pod_alert, wait)
+            .await
+            .expect("read")
+    );
+    let shared = groups::shared_roots(&pool, "T1", pod_alert, WINDOW, 3)
+        .await
+        .expect("shared");
+    assert_eq!(shared.len(), 1);
+    assert_eq!(shared[0].sharing, sharing);
+    let evidence = "pod `shop/cart-1` is not ready on node `worker-3`";
+    let linked = groups::link_shared(&pool, pod_alert, shared[0].group_id, evidence, WINDOW)
+        .await
+        .expect("linked")
+        .expect("a member");
+    assert_eq!(linked.reason, Reason::SameRoot);
+    assert_eq!(linked.primary_thread_id, node_alert);
+    assert_eq!(linked.evidence.as_deref(), Some(evidence));
+    // Once the group is resolved, nothing more shares it.
+    let mut tx = pool.begin().await.expect("tx");
+    groups::resolve(&mut tx, node_alert).await.expect("resolve");
+    tx.commit().await.expect("commit");
+    let late = thread(&pool, "T1", "1733130000.000003").await;
+    link(&pool, "T1", late, Some(THIRD)).await;
+    let none = groups::link_shared(&pool, late, shared[0].group_id, evidence, WINDOW)
+        .await
+        .expect("read");
+    assert_eq!(none, None);
 }

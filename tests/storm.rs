@@ -215,7 +215,7 @@ async fn the_same_root_gets_one_line_with_its_evidence_and_another_root_its_own_
     assert!(
         line.text.contains("Same cause as")
             && line.text.contains("PAYMENT_MODE")
-            && line.text.contains("Evidence here: E"),
+            && line.text.contains("Evidence here: \u{201c}"),
         "{}",
         line.text
     );
@@ -227,6 +227,20 @@ async fn the_same_root_gets_one_line_with_its_evidence_and_another_root_its_own_
         let reply = app.bot_replies(&first).into_iter().next()?;
         let text = blocks_text(&reply);
         (text.contains("1 more alert linked") && text.contains("(same cause)")).then_some(())
+    })
+    .await;
+
+    // Someone asks in the linked thread: they get an analysis there, of their own.
+    app.say(
+        &later[0],
+        &format!("<@{BOT_USER}> is this pod's crash the same as the other one?"),
+    )
+    .await;
+    firstline_testkit::wait_for("an analysis in the linked thread", ROUND, || async {
+        answers(&app, &later[..1])[0]
+            .iter()
+            .any(|t| t == "firstline_round")
+            .then_some(())
     })
     .await;
 
@@ -317,7 +331,8 @@ async fn a_lost_nodes_storm_gets_one_analysis_and_an_unrelated_pod_its_own() {
             "{}",
             line.text
         );
-        // It cost one read at most (none for the alert naming the node), not a round.
+        // It cost two reads at most (the node, then the pod; the node alone for the alert that
+        // names it), not a round.
         let calls = app
             .count(&format!(
                 "SELECT count(*) FROM audit a JOIN threads t ON t.id = a.thread_id
@@ -325,7 +340,7 @@ async fn a_lost_nodes_storm_gets_one_analysis_and_an_unrelated_pod_its_own() {
                 alerts[i]
             ))
             .await;
-        assert!(calls <= 1, "alert {i}: {calls} tool calls");
+        assert!(calls <= 2, "alert {i}: {calls} tool calls");
     }
     assert_eq!(app.count("SELECT count(*) FROM rounds").await, 2);
     let herring_reply = &app.bot_replies(&alerts[herring])[0];

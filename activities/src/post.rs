@@ -181,12 +181,14 @@ async fn post_locked(
     if let Some(action) = firstline_store::actions::of_round(pool, round_id).await? {
         firstline_store::actions::set_message(pool, action.id, &ts).await?;
     }
-    // Alerts linked while the reply was being posted are listed now.
+    // Alerts linked while the reply was being posted are listed now; the list is cosmetic, so
+    // failing to show it never fails the posted round (the next link shows it).
     if let Some(member) = firstline_store::groups::membership_of(pool, thread_id)
         .await?
         .filter(|m| !m.is_linked())
+        && let Err(e) = refresh(pool, slack, member.group_id).await
     {
-        refresh(pool, slack, member.group_id).await?;
+        tracing::warn!(error = %e, "could not list the alerts linked meanwhile");
     }
     for target in &input.react_to {
         let reaction = if grounded { CHECK_MARK } else { QUESTION };
@@ -283,6 +285,7 @@ pub async fn edit_post(
             result: &result,
             ts: &ts,
         },
+        false,
     )
     .await?;
     faults::pause(faults::EDIT_AFTER_SEND).await;

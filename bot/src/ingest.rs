@@ -182,6 +182,7 @@ async fn link(
         .unwrap_or_else(|| firstline_alert::title::first_line(&message.text).to_string());
     let alert = firstline_store::groups::NewAlert {
         team_id: &message.thread.team_id,
+        channel_id: &message.thread.channel_id,
         thread_id,
         fingerprint: fingerprint.as_deref(),
         title: &title,

@@ -111,10 +111,14 @@ pub async fn run(
                     tracing::warn!(%channel, %user, error = %e, "could not tell why a click changed nothing");
                 }
             }
+            // A `trigger_id` lasts 3 s: the dialog opens at once, not behind a storm's 👀.
             Touch::OpenView { trigger_id, view } => {
-                if let Err(e) = api.open_view(&trigger_id, &view).await {
-                    tracing::warn!(error = %e, "could not open the dialog");
-                }
+                let api = api.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = api.open_view(&trigger_id, &view).await {
+                        tracing::warn!(error = %e, "could not open the dialog");
+                    }
+                });
             }
         }
     }

@@ -287,9 +287,9 @@ async fn matching_open_thread(
     .bind(MAX_CANDIDATES)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(candidates
+    let matching: Vec<Candidate> = candidates
         .into_iter()
-        .find(|(_, text, user_id, bot_id, app_id, username)| {
+        .filter(|(_, text, user_id, bot_id, app_id, username)| {
             let same_sender = |a: &Option<String>, b: &Option<String>, ci: bool| match (a, b) {
                 (Some(a), Some(b)) => {
                     if ci {
@@ -307,7 +307,14 @@ async fn matching_open_thread(
             let firing = parse_alert(text);
             same_integration && !firing.is_recovery() && recovered.same_alert(&firing)
         })
-        .map(|c| c.0))
+        .collect();
+    // The alert with the very same labels first (Alertmanager's `[RESOLVED]` repeats them), else
+    // the most recent of the same name.
+    let fingerprint = recovered.fingerprint();
+    let exact = matching
+        .iter()
+        .find(|c| fingerprint.is_some() && parse_alert(&c.1).fingerprint() == fingerprint);
+    Ok(exact.or(matching.first()).map(|c| c.0))
 }
 
 /// A ✅ reaction on a message, from a `reaction_added` payload.
@@ -495,12 +502,13 @@ pub async fn resolve_thread(
     }))
 }
 
-/// The thread whose resolution `thread_id`'s stands for: a repeat of its open group's alert ends
-/// when that alert does, so its own thread is marked resolved (its end recorded) and the group's
-/// primary is resolved instead. Any other thread stands for itself.
+/// The thread whose resolution `thread_id`'s stands for: a repeat of its open group's primary
+/// alert ends when that alert does, so its own thread is marked resolved (its end recorded) and
+/// the primary is resolved instead. Any other thread — a repeat of an alert the group linked,
+/// whose end is only that alert's — stands for itself.
 async fn group_thread(conn: &mut PgConnection, thread_id: i64) -> Result<i64, sqlx::Error> {
     match groups::membership(conn, thread_id).await? {
-        Some(member) if member.reason == groups::Reason::SameAlert && !member.resolved => {
+        Some(member) if member.repeats_primary() && !member.resolved => {
             threads::resolve(conn, thread_id).await?;
             groups::resolve(conn, thread_id).await?;
             Ok(member.primary_thread_id)

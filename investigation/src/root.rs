@@ -19,15 +19,15 @@ pub struct Root {
     pub key: String,
     /// The headline cause's title.
     pub title: String,
-    /// The headline cause's evidence, as the member's one line cites it (`E4: "…"`).
+    /// The headline cause's evidence, as the member's one line quotes it.
     pub evidence: String,
     /// How later alerts may be shown to share it without rounds of their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing: Option<Sharing>,
 }
 
-/// The root of the round whose findings read as `story` about `alert`; `cited` is how the report
-/// cites the headline cause (`E4: "…"`), else its title is.
+/// The root of the round whose findings read as `story` about `alert`; `cited` is the report's
+/// quote for the headline cause, else its title stands for it.
 pub fn root(story: &Explanation<'_>, alert: &AlertTarget, cited: Option<String>) -> Option<Root> {
     let chain = story.headline()?;
     if !chain.cause.is_verified_cause() || chain.confidence == Confidence::Low {
@@ -71,6 +71,6 @@ pub fn root(story: &Explanation<'_>, alert: &AlertTarget, cited: Option<String>)
         key: format!("{kind}|{cluster}|{namespace}|{}{cause_kind}", subject.name),
         title: chain.cause.title(),
         evidence,
-        sharing: sharing(chain),
+        sharing: sharing(chain, alert),
     })
 }

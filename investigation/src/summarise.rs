@@ -117,13 +117,12 @@ pub fn build_report(state: &IncidentState) -> Report {
     let root = match recovered {
         Some(_) => None,
         None => {
+            // The quote itself: the round's evidence ids mean nothing in a thread that never
+            // shows its report.
             let cited = causes
                 .first()
                 .and_then(|cause| cause.claims.first())
-                .map(|claim| {
-                    let ids: Vec<String> = claim.evidence.iter().map(ToString::to_string).collect();
-                    format!("{}: \u{201c}{}\u{201d}", ids.join(", "), claim.quote)
-                });
+                .map(|claim| format!("\u{201c}{}\u{201d}", claim.quote));
             root(&story, &state.alert.target, cited)
         }
     };

@@ -1,9 +1,11 @@
 //! `incident_groups` and `group_members`: alerts that share a cause, linked to one analysis
 //! (migration 0015). The bot links a firing alert when it records it ([`link_alert`]: a repeat of
 //! an open group's alert joins it); the worker links a round's root ([`link_root`]: an alert whose
-//! own round finds an open group's root joins it, with the alert's own repeats). Both take the
-//! workspace's advisory lock first, in the caller's transaction, so linking is decided once per
-//! alert whatever the order of arrival and however many bots and workers run.
+//! own round finds an open group's root joins it, with the alert's own repeats) or a shared root
+//! ([`link_shared`]). Each takes the workspace's advisory lock first, in its transaction, so
+//! linking is decided once per alert whatever the order of arrival and however many bots and
+//! workers run; the groups it joins are locked (`FOR UPDATE`) and must still be open, so a group
+//! being resolved meanwhile is never joined. A group lives in one channel.
 
 use firstline_model::ThreadKey;
 use sqlx::{PgConnection, PgPool};
@@ -49,6 +51,7 @@ impl Reason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAlert<'a> {
     pub team_id: &'a str,
+    pub channel_id: &'a str,
     /// `threads.id` of the thread the alert opened.
     pub thread_id: i64,
     /// `firstline_alert::AlertTarget::fingerprint`; `None` links it only by its root.
@@ -74,6 +77,10 @@ pub struct Membership {
     /// The link to the member's alert and to the primary's, once read.
     pub permalink: Option<String>,
     pub primary_permalink: Option<String>,
+    /// The member's alert's fingerprint and the primary's: a repeat of the primary's own alert
+    /// has both equal.
+    pub fingerprint: Option<String>,
+    pub primary_fingerprint: Option<String>,
     /// An attempt to post the one-line reply started (it may have posted before it died).
     pub link_attempted: bool,
     /// The group was resolved.
@@ -84,6 +91,14 @@ impl Membership {
     /// Whether the thread is linked to another thread's analysis.
     pub fn is_linked(&self) -> bool {
         self.reason != Reason::Primary
+    }
+
+    /// Whether the thread's alert is the primary's own alert fired again (not a repeat of
+    /// another alert the group linked).
+    pub fn repeats_primary(&self) -> bool {
+        self.reason == Reason::SameAlert
+            && self.fingerprint.is_some()
+            && self.fingerprint == self.primary_fingerprint
     }
 }
 
@@ -100,13 +115,15 @@ struct MembershipRow {
     link_ts: Option<String>,
     permalink: Option<String>,
     primary_permalink: Option<String>,
+    fingerprint: Option<String>,
+    primary_fingerprint: Option<String>,
     link_attempted: bool,
     resolved: bool,
 }
 
 const MEMBERSHIP: &str = "SELECT m.group_id, m.reason, p.team_id, p.channel_id, p.thread_ts,
             g.primary_thread_id, m.evidence, g.root_title, m.link_ts, m.permalink,
-            pm.permalink AS primary_permalink,
+            pm.permalink AS primary_permalink, m.fingerprint, pm.fingerprint AS primary_fingerprint,
             m.link_attempted_at IS NOT NULL AS link_attempted, g.status = 'resolved' AS resolved
        FROM group_members m
        JOIN incident_groups g ON g.id = m.group_id
@@ -132,6 +149,8 @@ impl TryFrom<MembershipRow> for Membership {
             link_ts: row.link_ts,
             permalink: row.permalink,
             primary_permalink: row.primary_permalink,
+            fingerprint: row.fingerprint,
+            primary_fingerprint: row.primary_fingerprint,
             link_attempted: row.link_attempted,
             resolved: row.resolved,
         })
@@ -183,16 +202,21 @@ pub async fn link_alert(
     }
     let repeat_of: Option<i64> = match alert.fingerprint {
         Some(fingerprint) => {
+            // Locked: a group being resolved meanwhile is read again, and then no longer open.
             sqlx::query_scalar(
-                "SELECT g.id FROM group_members m JOIN incident_groups g ON g.id = m.group_id
-                  WHERE m.team_id = $1 AND m.fingerprint = $2 AND g.status = 'open'
+                "SELECT g.id FROM incident_groups g
+                  WHERE g.team_id = $1 AND g.channel_id = $4 AND g.status = 'open'
                     AND g.last_alert_at >= now() - make_interval(secs => $3)
+                    AND EXISTS (SELECT 1 FROM group_members m
+                                 WHERE m.group_id = g.id AND m.fingerprint = $2)
                   ORDER BY g.opened_at, g.id
-                  LIMIT 1",
+                  LIMIT 1
+                  FOR UPDATE",
             )
             .bind(alert.team_id)
             .bind(fingerprint)
             .bind(window.as_secs_f64())
+            .bind(alert.channel_id)
             .fetch_optional(&mut *conn)
             .await?
         }
@@ -211,11 +235,12 @@ pub async fn link_alert(
         }
         None => {
             let group_id: i64 = sqlx::query_scalar(
-                "INSERT INTO incident_groups (team_id, primary_thread_id) VALUES ($1, $2)
-                 RETURNING id",
+                "INSERT INTO incident_groups (team_id, channel_id, primary_thread_id)
+                 VALUES ($1, $3, $2) RETURNING id",
             )
             .bind(alert.team_id)
             .bind(alert.thread_id)
+            .bind(alert.channel_id)
             .fetch_one(&mut *conn)
             .await?;
             (group_id, Reason::Primary)
@@ -282,7 +307,7 @@ pub async fn link_root(
     let joined: Option<(i64, Option<String>)> = sqlx::query_as(
         "SELECT g.id, own.root_key FROM incident_groups g, incident_groups own
           WHERE own.id = $2 AND g.team_id = $1 AND g.root_key = $3 AND g.status = 'open'
-            AND g.id <> own.id
+            AND g.channel_id = own.channel_id AND g.id <> own.id
             AND g.last_alert_at >= now() - make_interval(secs => $4)
           ORDER BY g.opened_at, g.id
           LIMIT 1",
@@ -293,21 +318,23 @@ pub async fn link_root(
     .bind(window.as_secs_f64())
     .fetch_optional(&mut *tx)
     .await?;
-    match joined {
+    let joined = match joined {
         Some((group_id, None)) => join(&mut tx, &own, thread_id, group_id, root.evidence).await?,
-        // The group already named its root (a retry of this call), or no group has this one.
-        _ => {
-            sqlx::query(
-                "UPDATE incident_groups SET root_key = $2, root_title = $3, sharing = $4
-                  WHERE id = $1 AND root_key IS NULL",
-            )
-            .bind(own.group_id)
-            .bind(root.key)
-            .bind(firstline_model::text::prefix(root.title, 300))
-            .bind(root.sharing)
-            .execute(&mut *tx)
-            .await?;
-        }
+        _ => false,
+    };
+    // No open group has this root (or the one that had it was resolved meanwhile), or the
+    // thread's group already named its root (a retry of this call): its group records it.
+    if !joined {
+        sqlx::query(
+            "UPDATE incident_groups SET root_key = $2, root_title = $3, sharing = $4
+              WHERE id = $1 AND root_key IS NULL",
+        )
+        .bind(own.group_id)
+        .bind(root.key)
+        .bind(firstline_model::text::prefix(root.title, 300))
+        .bind(root.sharing)
+        .execute(&mut *tx)
+        .await?;
     }
     let linked = membership(&mut tx, thread_id).await?;
     tx.commit().await?;
@@ -315,14 +342,26 @@ pub async fn link_root(
 }
 
 /// Moves thread `thread_id` (the primary of group `own`) and the repeats that joined it into
-/// group `group_id`, citing `evidence`; `own` ends.
+/// group `group_id`, citing `evidence`; `own` ends. Both groups are locked first (in id order)
+/// and must still be open: `false`, and nothing moved, when one was resolved meanwhile.
 async fn join(
     conn: &mut PgConnection,
     own: &Membership,
     thread_id: i64,
     group_id: i64,
     evidence: &str,
-) -> Result<(), sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
+    let open: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM incident_groups WHERE id IN ($1, $2) AND status = 'open'
+          ORDER BY id FOR UPDATE",
+    )
+    .bind(own.group_id)
+    .bind(group_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    if open.len() != 2 {
+        return Ok(false);
+    }
     sqlx::query(
         "UPDATE group_members
             SET group_id = $1,
@@ -349,8 +388,8 @@ async fn join(
     sqlx::query("DELETE FROM incident_groups WHERE id = $1")
         .bind(own.group_id)
         .execute(&mut *conn)
-        .await
-        .map(|_| ())
+        .await?;
+    Ok(true)
 }
 
 /// An open group whose root later alerts may share without rounds of their own.
@@ -361,8 +400,9 @@ pub struct Shared {
     pub sharing: serde_json::Value,
 }
 
-/// Groups of workspace `team_id` other than thread `thread_id`'s, open, with a newest alert at
-/// most `window` old and a root that may be shared; the most recent first, at most `limit`.
+/// Groups of thread `thread_id`'s workspace `team_id` and channel other than its own, open, with
+/// a newest alert at most `window` old and a root that may be shared; the most recent first, at
+/// most `limit`.
 pub async fn shared_roots(
     pool: &PgPool,
     team_id: &str,
@@ -375,6 +415,7 @@ pub async fn shared_roots(
           WHERE g.team_id = $1 AND g.status = 'open' AND g.sharing IS NOT NULL
             AND g.last_alert_at >= now() - make_interval(secs => $3)
             AND g.primary_thread_id <> $2
+            AND g.channel_id = (SELECT channel_id FROM threads WHERE id = $2)
           ORDER BY g.last_alert_at DESC, g.id DESC
           LIMIT $4",
     )
@@ -403,6 +444,7 @@ pub async fn earlier_running(
              JOIN group_members own ON own.thread_id = $2
              JOIN incident_groups mine ON mine.id = own.group_id
             WHERE g.team_id = $1 AND g.status = 'open' AND g.root_key IS NULL
+              AND g.channel_id = mine.channel_id
               AND g.id <> mine.id AND t.rounds = 0 AND t.status = 'open'
               AND g.id < mine.id
               AND g.opened_at >= now() - make_interval(secs => $3))",
@@ -445,6 +487,7 @@ pub async fn link_shared(
         "SELECT EXISTS (SELECT 1 FROM incident_groups g, incident_groups own
                          WHERE g.id = $1 AND own.id = $2 AND own.root_key IS NULL
                            AND g.id <> own.id AND g.team_id = $3 AND g.status = 'open'
+                           AND g.channel_id = own.channel_id
                            AND g.last_alert_at >= now() - make_interval(secs => $4))",
     )
     .bind(group_id)
@@ -456,7 +499,9 @@ pub async fn link_shared(
     if !joinable {
         return Ok(None);
     }
-    join(&mut tx, &own, thread_id, group_id, evidence).await?;
+    if !join(&mut tx, &own, thread_id, group_id, evidence).await? {
+        return Ok(None);
+    }
     let linked = membership(&mut tx, thread_id).await?;
     tx.commit().await?;
     Ok(linked)
@@ -531,15 +576,6 @@ pub async fn set_permalink(pool: &PgPool, thread_id: i64, link: &str) -> Result<
     .map(|_| ())
 }
 
-/// How many linked alerts the primary's reply of group `group_id` shows.
-pub async fn shown(conn: &mut PgConnection, group_id: i64) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT shown::bigint FROM incident_groups WHERE id = $1")
-        .bind(group_id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map(Option::unwrap_or_default)
-}
-
 /// Records that the primary's reply of group `group_id` now shows `count` linked alerts.
 pub async fn set_shown(
     conn: &mut PgConnection,
@@ -598,6 +634,21 @@ pub async fn resolve(
     .bind(own.group_id)
     .fetch_optional(&mut *conn)
     .await?;
+    if resolved.is_some() {
+        // The repeats of the primary's own alert end with it: their threads close too (a
+        // later notification of its end finds nothing open to announce).
+        sqlx::query(
+            "UPDATE threads SET status = 'resolved', resolved_at = now()
+              WHERE status = 'open' AND id IN (
+                SELECT m.thread_id FROM group_members m
+                 WHERE m.group_id = $1 AND m.reason = 'same_alert'
+                   AND m.fingerprint = $2)",
+        )
+        .bind(own.group_id)
+        .bind(&own.fingerprint)
+        .execute(&mut *conn)
+        .await?;
+    }
     Ok(match resolved {
         Some(alerts) if alerts > 1 => GroupResolution::Group { alerts },
         Some(_) => GroupResolution::Alone,

@@ -81,7 +81,7 @@ impl IncidentRound {
         let mut policy = RoundPolicy::default();
         let mut rounds_run = 0u32;
         let mut answered = 0usize;
-        loop {
+        'rounds: loop {
             // Counted before the round reads the thread: every mention counted is already a row
             // (the bot commits before it signals), and one arriving later starts another round.
             let seen = ctx.state(|s| s.mentions.len());
@@ -132,6 +132,10 @@ impl IncidentRound {
                     options(&policy.activity),
                 )
                 .await?;
+                // Someone asked here meanwhile: they get a round of their own.
+                if ctx.state(|s| s.mentions.len()) > seen {
+                    continue;
+                }
                 return Ok(RunOutcome::Linked { rounds_run });
             }
             // A new alert first asks whether it shares an open group's root (a pod on a node
@@ -160,6 +164,10 @@ impl IncidentRound {
                         break;
                     }
                     ctx.timer(GroupingPolicy::RECHECK).await;
+                    // Someone asked here while it waited: a round for them, now.
+                    if ctx.state(|s| s.mentions.len()) > seen {
+                        continue 'rounds;
+                    }
                 }
                 if linked {
                     ctx.execute_activity(
@@ -172,6 +180,9 @@ impl IncidentRound {
                         options(&policy.activity),
                     )
                     .await?;
+                    if ctx.state(|s| s.mentions.len()) > seen {
+                        continue;
+                    }
                     return Ok(RunOutcome::Linked { rounds_run });
                 }
             }
@@ -348,7 +359,7 @@ impl IncidentRound {
             };
             rounds_run += 1;
             answered = seen;
-            if linked {
+            if linked && ctx.state(|s| s.mentions.len()) <= seen {
                 return Ok(RunOutcome::Linked { rounds_run });
             }
 

@@ -74,6 +74,7 @@ pub async fn show_action(
             result: &result,
             ts: &ts,
         },
+        false,
     )
     .await?;
     match post_outcome(pool, slack, input, &action).await? {

@@ -52,9 +52,13 @@ pub fn link_text(member: &Membership) -> String {
                 escape(evidence),
             )
         }
-        _ => format!(
+        _ if member.repeats_primary() => format!(
             ":link: Same alert as {there}, still firing; it is answered in that thread. Mention \
              me to investigate this one on its own."
+        ),
+        _ => format!(
+            ":link: This alert fired again; it is part of the incident answered in {there}. \
+             Mention me to investigate this one on its own."
         ),
     }
 }
@@ -137,19 +141,28 @@ mod tests {
             link_ts: None,
             permalink: None,
             primary_permalink: Some("https://x/p10".into()),
+            fingerprint: Some("f".into()),
+            primary_fingerprint: Some("f".into()),
             link_attempted: false,
             resolved: false,
         };
         assert!(link_text(&member).starts_with(":link: Same alert as <https://x/p10|this thread>"));
         member.reason = Reason::SameRoot;
         member.root_title = Some("Node n1 is not ready".into());
-        member.evidence = Some("E2: \u{201c}Ready Unknown\u{201d}".into());
+        member.evidence = Some("\u{201c}Ready Unknown\u{201d}".into());
         let line = link_text(&member);
         assert!(
             line.contains("Same cause as") && line.contains("Node n1 is not ready"),
             "{line}"
         );
-        assert!(line.contains("Evidence here: E2"), "{line}");
+        assert!(
+            line.contains("Evidence here: \u{201c}Ready Unknown"),
+            "{line}"
+        );
+        // A repeat of an alert that joined by its root is no repeat of the primary's alert.
+        member.reason = Reason::SameAlert;
+        member.fingerprint = Some("g".into());
+        assert!(link_text(&member).contains("part of the incident answered in"));
         assert!(is_link_reply(Some(&link_metadata(7, 1)), 7));
         assert!(!is_link_reply(Some(&link_metadata(7, 1)), 8));
     }

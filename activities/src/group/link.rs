@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use firstline_investigation::RoundResult;
-use firstline_investigation::sharing::{Sharing, shares};
+use firstline_investigation::sharing::{Sharing, may_share, shares};
 use firstline_investigation::tools::McpTools;
 use firstline_investigation::tools::mcp::CallScope;
 use firstline_model::reactions::{EYES, LINK};
@@ -44,6 +44,11 @@ pub async fn probe_group(
     let Some(window) = window else {
         return Ok(LinkOutcome::default());
     };
+    let alert = firstline_alert::parse_alert(&input.alert.text);
+    // Only an alert a shared root could account for waits for one, or reads anything.
+    if !may_share(&alert) {
+        return Ok(LinkOutcome::default());
+    }
     let thread_id = input.thread_id;
     let shared = groups::shared_roots(
         pool,
@@ -53,15 +58,14 @@ pub async fn probe_group(
         MAX_SHARED_CHECKED,
     )
     .await?;
-    let earlier_running = groups::earlier_running(
-        pool,
-        &input.thread.team_id,
-        thread_id,
-        Duration::from_secs(input.wait_secs),
-    )
-    .await?;
-    let alert = firstline_alert::parse_alert(&input.alert.text);
-    let cache_key = format!("{}@{}", input.thread.kafka_key(), input.run_id);
+    // Each check reads afresh (a node may come back between two), in a scope of its own: the
+    // round that may follow must not be served these reads from the cache.
+    let cache_key = format!(
+        "{}@{}/probe/{}",
+        input.thread.kafka_key(),
+        input.run_id,
+        chrono::Utc::now().timestamp_millis()
+    );
     let source = tools.round(CallScope::round(&cache_key, Some(thread_id), 1));
     for group in shared {
         let Ok(sharing) = serde_json::from_value::<Sharing>(group.sharing) else {
@@ -83,6 +87,13 @@ pub async fn probe_group(
             });
         }
     }
+    let earlier_running = groups::earlier_running(
+        pool,
+        &input.thread.team_id,
+        thread_id,
+        Duration::from_secs(input.wait_secs),
+    )
+    .await?;
     Ok(LinkOutcome {
         linked: None,
         earlier_running,

@@ -10,7 +10,7 @@ use firstline_investigation::RoundResult;
 use firstline_slack::SlackApi;
 use firstline_store::groups;
 use serde_json::Value;
-use sqlx::PgPool;
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 
 use super::blocks::{MAX_LISTED, linked_block};
 use crate::RoundError;
@@ -70,21 +70,41 @@ pub struct Posted<'a> {
 }
 
 /// Replaces `posted` with the reply as it stands now, under the thread's reply lock, and records
-/// how many linked alerts it shows.
+/// how many linked alerts it shows. With `only_if_more`, nothing is sent when the reply already
+/// shows as many linked alerts as there are (checked under the lock: another worker may have
+/// just shown them).
 pub async fn replace(
     pool: &PgPool,
     slack: &SlackApi,
     posted: &Posted<'_>,
+    only_if_more: bool,
 ) -> Result<(), RoundError> {
-    let mut tx = pool.begin().await?;
-    sqlx::query(&format!("SET LOCAL lock_timeout = '{LOCK_WAIT}'"))
-        .execute(&mut *tx)
+    // The lock is waited for on a connection of its own, outside the pool: replacements queued
+    // behind it must not hold the pooled connections the one holding it renders with.
+    let mut lock = pool.connect_options().connect().await?;
+    sqlx::query(&format!("SET lock_timeout = '{LOCK_WAIT}'"))
+        .execute(&mut lock)
         .await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+    sqlx::query("SELECT pg_advisory_lock($1, $2)")
         .bind(REPLY_LOCK_CLASS)
         .bind((posted.thread_id % i64::from(i32::MAX)) as i32)
-        .execute(&mut *tx)
+        .execute(&mut lock)
         .await?;
+    let replaced = replace_locked(pool, &mut lock, slack, posted, only_if_more).await;
+    // Closing the connection releases the lock, whatever happened.
+    if let Err(e) = lock.close().await {
+        tracing::debug!(error = %e, "closing the reply lock's connection");
+    }
+    replaced
+}
+
+async fn replace_locked(
+    pool: &PgPool,
+    lock: &mut PgConnection,
+    slack: &SlackApi,
+    posted: &Posted<'_>,
+    only_if_more: bool,
+) -> Result<(), RoundError> {
     let (blocks, shown) = reply_blocks(
         pool,
         posted.thread_id,
@@ -93,6 +113,16 @@ pub async fn replace(
         posted.round,
     )
     .await?;
+    if let (true, Some((group_id, count))) = (only_if_more, shown) {
+        let showing: Option<i32> =
+            sqlx::query_scalar("SELECT shown FROM incident_groups WHERE id = $1")
+                .bind(group_id)
+                .fetch_optional(&mut *lock)
+                .await?;
+        if showing.is_some_and(|n| count <= i64::from(n)) {
+            return Ok(());
+        }
+    }
     slack
         .update_message(
             posted.channel,
@@ -102,9 +132,8 @@ pub async fn replace(
         )
         .await?;
     if let Some((group_id, count)) = shown {
-        groups::set_shown(&mut tx, group_id, count).await?;
+        groups::set_shown(lock, group_id, count).await?;
     }
-    tx.commit().await?;
     Ok(())
 }
 
@@ -161,6 +190,7 @@ pub async fn refresh(pool: &PgPool, slack: &SlackApi, group_id: i64) -> Result<(
             result: &result,
             ts: &primary.posted_ts,
         },
+        true,
     )
     .await?;
     tracing::info!(

@@ -24,7 +24,7 @@ use super::{
 static DISK_PRESSURE: LazyLock<Regex> = regex!(
     r"(?i)\bNodeHasDiskPressure\b|\bDiskPressure\b\s+True\b|condition:?\s*\[?DiskPressure|low on resource: ephemeral-storage|ephemeral local storage usage exceeds|no space left on device|node\.kubernetes\.io/disk-pressure|\bEvicted\b.*ephemeral-storage"
 );
-static NO_SPACE: LazyLock<Regex> =
+pub(super) static NO_SPACE: LazyLock<Regex> =
     regex!(r"(?i)no space left on device|\bENOSPC\b|disk (?:is )?full");
 
 /// Who says the disk is full.

@@ -50,6 +50,7 @@ pub mod hostpaths;
 pub mod images;
 pub mod jobs;
 pub mod kernel;
+pub mod leftovers;
 pub mod limits;
 pub mod memory;
 pub mod nodes;
@@ -229,6 +230,7 @@ registry! {
     probes: [ProbeFailure],
     nodes: [NodeNotReady, NodePressure],
     hostpaths: [HostPathWriter],
+    leftovers: [FailedWorkKept],
     volumes: [ProvisioningFailed, VolumeFailed, ClaimPending],
     quota: [QuotaExceeded],
     endpoints: [NoEndpoints],
@@ -474,6 +476,8 @@ pub struct DetectionContext {
     pub symptom: Symptom,
     /// The node the alert names, when it names one.
     pub alert_node: Option<String>,
+    /// The volume claim the alert names, when it names one (a volume filling up).
+    pub alert_claim: Option<String>,
     /// The query the round re-ran for the alert's own expression, and the threshold it fires
     /// at: whether what the alert measures is back on the good side of it.
     pub alert_query: Option<AlertQuery>,
@@ -557,6 +561,7 @@ impl Default for DetectionContext {
             service_level: false,
             symptom: Symptom::Any,
             alert_node: None,
+            alert_claim: None,
             alert_query: None,
         }
     }
@@ -577,6 +582,7 @@ impl DetectionContext {
             service_level: is_service_level(target),
             symptom: alert_symptom(target),
             alert_node: target.node.clone(),
+            alert_claim: target.volume_claim.clone(),
             ..Self::default()
         }
     }
