@@ -2,8 +2,10 @@
 //! whose rounds name the same root — the same node, workload, Job, volume, Service, dependency —
 //! are one incident, answered once. Only the headline chain's cause roots a group, and only when
 //! it is verified, still stands and is not a guess: grouping must never hide a second incident
-//! behind a first one's suspicion. A pod roots its workload only with its cause's kind (each
-//! replica failing the same way); a metric series, a span or an autoscaler roots nothing.
+//! behind a first one's suspicion. An application object (a workload, Job, Service, certificate,
+//! quota) roots with its cause's kind — a pod roots its workload that way, each replica failing
+//! the same way; a node, volume, claim or dependency roots by itself; a metric series, a span or
+//! an autoscaler roots nothing.
 
 use firstline_alert::AlertTarget;
 use serde::{Deserialize, Serialize};
@@ -35,28 +37,32 @@ pub fn root(story: &Explanation<'_>, alert: &AlertTarget, cited: Option<String>)
     }
     let mut subject = chain.cause.subject()?;
     // A pod's cause is its workload's when every replica shares it (a setting the revision
-    // lacks, a limit it sets): the same kind of cause on the alert's own workload. The kind is
-    // part of the key, so another pod of the workload failing for another reason stays apart.
-    let mut cause_kind = String::new();
+    // lacks, a limit it sets): the same kind of cause on the alert's own workload.
     if subject.kind == ObjectKind::Pod {
         let workload = alert.workload.as_deref()?;
         if !same_resource(Some(&subject.name), Some(workload)) {
             return None;
         }
         subject = Subject::new(ObjectKind::Workload, workload);
-        cause_kind = format!("|{:?}", chain.cause.kind());
     }
-    let namespaced = match subject.kind {
-        ObjectKind::Node | ObjectKind::Volume | ObjectKind::Endpoint => false,
+    // What an application object has, it can have twice at once (a stuck rollout beside a full
+    // quota): its cause's kind is part of the key. Whatever fails in a node, a volume or a
+    // dependency is one incident for everything on it.
+    let (namespaced, with_kind) = match subject.kind {
+        ObjectKind::Node | ObjectKind::Volume | ObjectKind::Endpoint => (false, false),
+        ObjectKind::Claim => (true, false),
         ObjectKind::Workload
         | ObjectKind::Job
-        | ObjectKind::Claim
         | ObjectKind::Service
         | ObjectKind::Certificate
-        | ObjectKind::Quota => true,
+        | ObjectKind::Quota => (true, true),
         ObjectKind::Pod | ObjectKind::Series | ObjectKind::Span | ObjectKind::Autoscaler => {
             return None;
         }
+    };
+    let cause_kind = match with_kind {
+        true => format!("|{:?}", chain.cause.kind()),
+        false => String::new(),
     };
     let namespace = match namespaced {
         true => alert.namespace.as_deref()?,
