@@ -101,6 +101,7 @@ const SECRET_SETTINGS: &[&str] = &[
 /// these in the production sources, so a new call fails here until the manifest covers it).
 const WEB_API_METHODS: &[&str] = &[
     "auth.test",
+    "chat.getPermalink",
     "chat.postEphemeral",
     "chat.postMessage",
     "chat.update",
