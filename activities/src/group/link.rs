@@ -230,6 +230,10 @@ pub async fn post_link(
     if !input.alert_ts.is_empty() {
         swap_reaction(slack, channel, &input.alert_ts, EYES, LINK).await;
     }
-    super::reply::refresh(pool, slack, member.group_id).await?;
+    // The primary's list is cosmetic: failing to edit it never fails the line (the next link,
+    // or the primary's own post, shows it).
+    if let Err(e) = super::reply::refresh(pool, slack, member.group_id).await {
+        tracing::warn!(error = %e, group = member.group_id, "could not list the alert on the primary's reply");
+    }
     Ok(PostOutcome { ts, posted_now })
 }
