@@ -65,6 +65,21 @@ pub fn round_blocks(result: &RoundResult, round: u32) -> Vec<Value> {
     blocks
 }
 
+/// `blocks` (a round's reply) with `more` inserted above the feedback buttons: what the reply
+/// gained since the round (a proposal, the alerts linked to it).
+pub fn above_feedback(mut blocks: Vec<Value>, more: Vec<Value>) -> Vec<Value> {
+    let at = blocks
+        .iter()
+        .position(|b| {
+            b.get("block_id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| FeedbackBlock::parse(id).is_some())
+        })
+        .unwrap_or(blocks.len());
+    blocks.splice(at..at, more);
+    blocks
+}
+
 /// "Helpful" and "Wrong cause" on every reply, bound to its round: the bot stores one verdict
 /// per person per round, and a cause marked wrong never becomes its incident's cause.
 fn feedback_buttons(round: u32) -> Value {

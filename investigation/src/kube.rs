@@ -124,6 +124,46 @@ pub fn selector_of(text: &str) -> Option<String> {
     })
 }
 
+/// A container's writable volume mount: (container, volume name, mount path).
+pub struct WritableMount<'a> {
+    pub container: &'a str,
+    pub volume: &'a str,
+    pub mount_path: &'a str,
+}
+
+/// Every volume mount of `pod`'s (a Pod object's) containers that is not read-only.
+pub fn writable_mounts(pod: &Value) -> Vec<WritableMount<'_>> {
+    let mut out = Vec::new();
+    for container in pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = str_at(container, "/name") else {
+            continue;
+        };
+        for mount in container
+            .get("volumeMounts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("readOnly").and_then(Value::as_bool) != Some(true))
+        {
+            if let (Some(volume), Some(mount_path)) =
+                (str_at(mount, "/name"), str_at(mount, "/mountPath"))
+            {
+                out.push(WritableMount {
+                    container: name,
+                    volume,
+                    mount_path,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// A Node or pod condition's facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {

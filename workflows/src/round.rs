@@ -119,16 +119,55 @@ impl IncidentRound {
             // What people wrote in this thread since the last round (the alert's own wake-up
             // is no question).
             let asked_here = mentions.iter().any(|m| m.ts != context.alert.ts);
+            // The one line a linked alert gets instead of a reply.
+            let link_line = LinkInput {
+                thread: thread.clone(),
+                thread_id,
+                alert_ts: context.alert.ts.clone(),
+            };
             // A linked alert is answered by its group's analysis, in one line — unless someone
-            // asks here, who gets a round of their own.
-            if context.linked.is_some() && !asked_here {
+            // asks here, who gets a round of their own. A new alert first asks whether it shares
+            // an open group's root (a pod on a node that is down) for an object read or two;
+            // while an earlier alert's first analysis runs, it waits for that root (bounded by
+            // `grouping.wait_secs`).
+            let linked = match (&policy.grouping, round) {
+                _ if asked_here => false,
+                _ if context.linked.is_some() => true,
+                (Some(grouping), 1) => {
+                    let checks = grouping.wait_secs / GroupingPolicy::RECHECK.as_secs() + 1;
+                    let mut linked = false;
+                    for check in 0..checks {
+                        let probed = ctx
+                            .execute_activity(
+                                RoundActivities::probe_group,
+                                ProbeInput {
+                                    thread: thread.clone(),
+                                    thread_id,
+                                    run_id: ctx.run_id().to_string(),
+                                    alert: context.alert.clone(),
+                                    wait_secs: grouping.wait_secs,
+                                },
+                                options(&policy.activity),
+                            )
+                            .await?;
+                        linked = probed.linked.is_some();
+                        if linked || !probed.earlier_running || check + 1 == checks {
+                            break;
+                        }
+                        ctx.timer(GroupingPolicy::RECHECK).await;
+                        // Someone asked here while it waited: a round for them, now.
+                        if ctx.state(|s| s.mentions.len()) > seen {
+                            continue 'rounds;
+                        }
+                    }
+                    linked
+                }
+                _ => false,
+            };
+            if linked {
                 ctx.execute_activity(
                     RoundActivities::post_link,
-                    LinkInput {
-                        thread: thread.clone(),
-                        thread_id,
-                        alert_ts: context.alert.ts.clone(),
-                    },
+                    link_line,
                     options(&policy.activity),
                 )
                 .await?;
@@ -137,54 +176,6 @@ impl IncidentRound {
                     continue;
                 }
                 return Ok(RunOutcome::Linked { rounds_run });
-            }
-            // A new alert first asks whether it shares an open group's root (a pod on a node
-            // that is down): then that analysis answers it, for one object read.
-            // While an earlier alert's first analysis runs, it waits for that root (bounded by
-            // `grouping.wait_secs`).
-            if let (Some(grouping), 1, false) = (&policy.grouping, round, asked_here) {
-                let checks = grouping.wait_secs / GroupingPolicy::RECHECK.as_secs() + 1;
-                let mut linked = false;
-                for check in 0..checks {
-                    let probed = ctx
-                        .execute_activity(
-                            RoundActivities::probe_group,
-                            ProbeInput {
-                                thread: thread.clone(),
-                                thread_id,
-                                run_id: ctx.run_id().to_string(),
-                                alert: context.alert.clone(),
-                                wait_secs: grouping.wait_secs,
-                            },
-                            options(&policy.activity),
-                        )
-                        .await?;
-                    linked = probed.linked.is_some();
-                    if linked || !probed.earlier_running || check + 1 == checks {
-                        break;
-                    }
-                    ctx.timer(GroupingPolicy::RECHECK).await;
-                    // Someone asked here while it waited: a round for them, now.
-                    if ctx.state(|s| s.mentions.len()) > seen {
-                        continue 'rounds;
-                    }
-                }
-                if linked {
-                    ctx.execute_activity(
-                        RoundActivities::post_link,
-                        LinkInput {
-                            thread: thread.clone(),
-                            thread_id,
-                            alert_ts: context.alert.ts.clone(),
-                        },
-                        options(&policy.activity),
-                    )
-                    .await?;
-                    if ctx.state(|s| s.mentions.len()) > seen {
-                        continue;
-                    }
-                    return Ok(RunOutcome::Linked { rounds_run });
-                }
             }
             // Every message the round answers: its mentions and replies (their 👀; a click is
             // no message), else the alert.
@@ -236,11 +227,7 @@ impl IncidentRound {
                     if link.linked.is_some() {
                         ctx.execute_activity(
                             RoundActivities::post_link,
-                            LinkInput {
-                                thread: thread.clone(),
-                                thread_id,
-                                alert_ts: context.alert.ts.clone(),
-                            },
+                            link_line.clone(),
                             options(&policy.activity),
                         )
                         .await?;

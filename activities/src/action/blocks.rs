@@ -5,12 +5,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use firstline_model::{ActionBlock, ActionState, Decision, FeedbackBlock};
+use firstline_model::{ActionBlock, ActionState, Decision};
 use firstline_slack::limits::sections;
 use firstline_store::actions::ActionRow;
 
 use super::change::Change;
 use super::verify::Verification;
+use crate::blocks::above_feedback;
 
 /// Fields listed in the reply (a change never has more: `change.rs` refuses larger ones).
 const SHOWN_FIELDS: usize = 40;
@@ -18,18 +19,8 @@ const SHOWN_FIELDS: usize = 40;
 pub const ACTION_EVENT_TYPE: &str = "firstline_action";
 
 /// `blocks` (a round's reply) with `action`'s blocks before the feedback buttons.
-pub fn with_action(mut blocks: Vec<Value>, action: &ActionRow) -> Vec<Value> {
-    let at = blocks
-        .iter()
-        .position(|b| {
-            b.get("block_id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| FeedbackBlock::parse(id).is_some())
-        })
-        .unwrap_or(blocks.len());
-    let shown = action_blocks(action);
-    blocks.splice(at..at, shown);
-    blocks
+pub fn with_action(blocks: Vec<Value>, action: &ActionRow) -> Vec<Value> {
+    above_feedback(blocks, action_blocks(action))
 }
 
 /// The action's blocks as its state stands.

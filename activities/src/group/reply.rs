@@ -15,8 +15,7 @@ use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use super::blocks::{MAX_LISTED, linked_block};
 use crate::RoundError;
 use crate::action::blocks::with_action;
-use crate::blocks::round_blocks;
-use firstline_model::FeedbackBlock;
+use crate::blocks::{above_feedback, round_blocks};
 
 /// Advisory lock class of "replacing thread N's reply" (`FLRP`).
 const REPLY_LOCK_CLASS: i32 = 0x464c_5250;
@@ -40,16 +39,7 @@ pub async fn reply_blocks(
         Some(member) if !member.is_linked() => {
             let (count, newest) = groups::linked(pool, member.group_id, MAX_LISTED).await?;
             if let Some(block) = linked_block(count, &newest) {
-                // Above the feedback buttons, like the proposal.
-                let at = blocks
-                    .iter()
-                    .position(|b| {
-                        b.get("block_id")
-                            .and_then(Value::as_str)
-                            .is_some_and(|id| FeedbackBlock::parse(id).is_some())
-                    })
-                    .unwrap_or(blocks.len());
-                blocks.insert(at, block);
+                blocks = above_feedback(blocks, vec![block]);
             }
             Some((member.group_id, count))
         }

@@ -21,7 +21,7 @@ use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
     cite,
 };
-use crate::kube::str_at;
+use crate::kube::{str_at, writable_mounts};
 
 /// Whether the alert is about a disk filling: a storage alert, or a node alert whose words
 /// name its filesystem or disk (`NodeFilesystemAlmostOutOfSpace`).
@@ -71,40 +71,17 @@ pub fn host_writes(pod: &Value) -> Vec<HostWrite> {
             (!system && path != "/").then_some((str_at(v, "/name")?, path))
         })
         .collect();
-    let mut out = Vec::new();
-    for container in pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
+    writable_mounts(pod)
         .into_iter()
-        .flatten()
-    {
-        let Some(name) = str_at(container, "/name") else {
-            continue;
-        };
-        for mount in container
-            .get("volumeMounts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if mount.get("readOnly").and_then(Value::as_bool) == Some(true) {
-                continue;
-            }
-            let (Some(volume), Some(mount_path)) =
-                (str_at(mount, "/name"), str_at(mount, "/mountPath"))
-            else {
-                continue;
-            };
-            if let Some((_, host)) = volumes.iter().find(|(v, _)| *v == volume) {
-                out.push(HostWrite {
-                    container: name.to_string(),
-                    host_path: (*host).to_string(),
-                    mount_path: mount_path.to_string(),
-                });
-            }
-        }
-    }
-    out
+        .filter_map(|m| {
+            let (_, host) = volumes.iter().find(|(v, _)| *v == m.volume)?;
+            Some(HostWrite {
+                container: m.container.to_string(),
+                host_path: (*host).to_string(),
+                mount_path: m.mount_path.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// A container's verbose log level, from its env: (variable, value).

@@ -29,7 +29,7 @@ use super::{
     cite,
 };
 use crate::evidence::Evidence;
-use crate::kube::str_at;
+use crate::kube::{str_at, writable_mounts};
 
 /// Distinct entries of one shape a pod's failures must name to show work tried again.
 pub const MIN_ATTEMPTS: usize = 2;
@@ -169,35 +169,13 @@ pub fn claim_mounts(pod: &Value, claim: &str) -> Vec<(String, String)> {
         })
         .filter_map(|v| str_at(v, "/name"))
         .collect();
-    let mut out = Vec::new();
-    for container in pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
+    writable_mounts(pod)
         .into_iter()
-        .flatten()
-    {
-        let Some(name) = str_at(container, "/name") else {
-            continue;
-        };
-        for mount in container
-            .get("volumeMounts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if mount.get("readOnly").and_then(Value::as_bool) == Some(true) {
-                continue;
-            }
-            if let (Some(volume), Some(path)) =
-                (str_at(mount, "/name"), str_at(mount, "/mountPath"))
-                && volumes.contains(&volume)
-                && !path.trim_end_matches('/').is_empty()
-            {
-                out.push((name.to_string(), path.trim_end_matches('/').to_string()));
-            }
-        }
-    }
-    out
+        .filter(|m| volumes.contains(&m.volume))
+        .map(|m| (m.container, m.mount_path.trim_end_matches('/')))
+        .filter(|(_, path)| !path.is_empty())
+        .map(|(container, path)| (container.to_string(), path.to_string()))
+        .collect()
 }
 
 /// The entries directly under `mount` that `line` names (`/scratch/job-r37` of
