@@ -13,18 +13,8 @@ use tokio::process::Command;
 /// Known misses, shown as `xfail` (and failing the run as `xpass` once they pass, so this list
 /// must shrink when they are fixed).
 const EXPECT_FAIL: &[&str] = &[
-    // Each is an honest ask or a partial answer, never a wrong cause (the run fails on one).
-    // Needs the database's replication-slot metrics and a time-to-full estimate.
-    "pvc-filling-up-replication-slot",
-    // The table's throttling is found and its clients too (by the ConfigMap that names it),
-    // but the step in the table's metrics is too near the end of a thinned 6 h range to be
-    // dated, so the backfill Job that started with it is not tied to it, and a client being
-    // throttled does not account for a throttling alert by itself.
-    "dynamodb-carts-write-throttling-ttl-backfill-job",
-    // The identity provider is reached by an external host name that an ingress routes to a
-    // Service with no endpoints; the scenario has no Ingress object, only the controller's
-    // log, so the host is not followed into the cluster.
-    "partner-portal-login-502-keycloak-stale-changelog-lock",
+    // None today: every case passes. A miss added here must be an honest ask or a partial
+    // answer, never a wrong cause (the run fails on one).
 ];
 
 /// The five HolmesGPT cases in third_party/peer/holmesgpt.

@@ -233,6 +233,20 @@ pub fn extract_fields(text: &str) -> ExtractedFields {
         if read_label_set(line, &mut out.labels) {
             continue;
         }
+        // `worker: payouts-worker · namespace: payments`: several `key: value` fields on one
+        // line, between middle dots or bars, each its own.
+        let fields: Vec<&str> = line
+            .split(" · ")
+            .flat_map(|field| field.split(" | "))
+            .collect();
+        if fields.len() > 1 && fields.iter().all(|f| KEY_COLON_LINE.is_match(f)) {
+            for field in fields {
+                if let Some(caps) = KEY_COLON_LINE.captures(field) {
+                    record_key_value(&mut out, &caps[1], &caps[2], section);
+                }
+            }
+            continue;
+        }
         if let Some(caps) = KEY_COLON_LINE.captures(line) {
             let value = caps[2].to_string();
             // `key: value` where the value itself holds `a=b` pairs is a list, not one value.

@@ -487,3 +487,20 @@ fn a_hostname_that_is_a_services_cluster_name_is_that_service_not_a_node() {
         Some("ip-10-0-1-2.eu-west-1.compute.internal")
     );
 }
+
+#[test]
+fn several_key_value_fields_on_one_line_are_each_read() {
+    let t = parse_alert(
+        ":red_circle: PAYOUTS DEGRADED (prod-eu-1)\n31 of 33 payout submissions failed in the last 15 minutes.\nworker: payouts-worker · namespace: payments · partner: nordlys-bank\nteam: payments | tier: 1",
+    );
+    assert_eq!(t.namespace.as_deref(), Some("payments"), "{t:#?}");
+    assert_eq!(
+        t.labels.get("worker").map(String::as_str),
+        Some("payouts-worker")
+    );
+    assert_eq!(
+        t.labels.get("partner").map(String::as_str),
+        Some("nordlys-bank")
+    );
+    assert_eq!(t.labels.get("tier").map(String::as_str), Some("1"));
+}

@@ -23,8 +23,9 @@ mod objects;
 pub const MAX_EXCERPT_CHARS: usize = 7_000;
 /// Default maximum characters per excerpt.
 pub const DEFAULT_EXCERPT_CHARS: usize = 3_500;
-/// A list of Kubernetes objects may take this many times the per-excerpt limit (up to
-/// [`MAX_EXCERPT_CHARS`]): every item's identity is what lets pods be compared.
+/// A list of Kubernetes objects, or a range-query answer of several series, may take this many
+/// times the per-excerpt limit (up to [`MAX_EXCERPT_CHARS`]): every item's identity is what
+/// lets pods be compared, and every series' shape what lets series be compared and divided.
 const OBJECT_LIST_FACTOR: usize = 2;
 /// Default maximum characters of all excerpts in one round.
 pub const DEFAULT_ROUND_CHARS: usize = 40_000;
@@ -133,9 +134,12 @@ pub fn excerpt(text: &str, max_chars: usize, context_lines: usize) -> String {
 const MAX_THINNING: usize = 12;
 
 /// A Prometheus range-query answer (`{"result": [{"metric": …, "values": [[t, "v"], …]}]}`,
-/// also under `data`) that does not fit, with every k-th point of every series kept (and each
-/// series' last point), for the smallest k that fits: a cut would drop whole series, thinning
-/// keeps every series' shape. The answer says it was thinned (`"thinned": "every 3rd point"`).
+/// also under `data`) that does not fit, with every k-th point of every series kept, and every
+/// point of the window's last k-th (each series' last point among them), for the smallest k
+/// that fits: a cut would drop whole series, thinning keeps every series' shape. The recent
+/// stretch stays whole because an alert fires at the end of its window: a step a few minutes
+/// before it would otherwise fall between two kept points and could not be dated. The answer
+/// says how it was thinned (`"thinned": "every 3rd point, and every point of the last 2 h"`).
 /// `None` for anything else, or when even the most thinning does not fit.
 fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
@@ -159,6 +163,7 @@ fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
         .filter_map(|pair| pair.get(0).and_then(serde_json::Value::as_f64))
         .collect();
     let first = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let end = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut sorted = times.clone();
     sorted.sort_by(f64::total_cmp);
     let step = sorted
@@ -173,6 +178,12 @@ fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
         }
     };
     for k in 2..=MAX_THINNING {
+        let recent_secs = (end - first) / k as f64;
+        let recent = |pair: &serde_json::Value| {
+            pair.get(0)
+                .and_then(serde_json::Value::as_f64)
+                .is_some_and(|t| t >= end - recent_secs)
+        };
         let mut thinned = value.clone();
         let series = thinned
             .pointer_mut("/result")
@@ -193,7 +204,7 @@ fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
                 let kept: Vec<serde_json::Value> = values
                     .iter()
                     .enumerate()
-                    .filter(|(i, pair)| slot(pair) % k == 0 || *i == last)
+                    .filter(|(i, pair)| slot(pair) % k == 0 || *i == last || recent(pair))
                     .map(|(_, v)| v.clone())
                     .collect();
                 *values = kept;
@@ -205,7 +216,14 @@ fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
                 3 => "3rd".to_string(),
                 k => format!("{k}th"),
             };
-            object.insert("thinned".into(), format!("every {nth} point").into());
+            object.insert(
+                "thinned".into(),
+                format!(
+                    "every {nth} point, and every point of the last {}",
+                    span(recent_secs)
+                )
+                .into(),
+            );
         }
         let out = serde_json::to_string(&thinned).ok()?;
         if char_len(&out) <= max_chars {
@@ -213,6 +231,28 @@ fn thin_matrix(text: &str, max_chars: usize) -> Option<String> {
         }
     }
     None
+}
+
+/// A range-query answer with more than one series.
+fn is_matrix_of_several(text: &str) -> bool {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text.trim()) else {
+        return false;
+    };
+    value
+        .pointer("/result")
+        .or_else(|| value.pointer("/data/result"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|series| series.iter().filter(|s| s.get("values").is_some()).count() > 1)
+}
+
+/// A span of seconds as a reader says it: `47 min`, `2 h`.
+fn span(secs: f64) -> String {
+    let minutes = (secs / 60.0).round().max(1.0) as i64;
+    if minutes < 120 {
+        format!("{minutes} min")
+    } else {
+        format!("{} h", (minutes as f64 / 60.0).round() as i64)
+    }
 }
 
 /// A trace search answer (`{"traces": [...]}`) that does not fit, as the slowest traces that do
@@ -375,7 +415,9 @@ impl RoundBudget {
     /// Excerpts `text` within what is left and charges the budget. When too little is left to
     /// say anything useful, returns a marker saying the text was omitted (not charged).
     pub fn excerpt(&mut self, text: &str) -> String {
-        let per_excerpt = if objects::is_object_list(text) {
+        let compared = char_len(text) > self.limits.per_excerpt_chars
+            && (objects::is_object_list(text) || is_matrix_of_several(text));
+        let per_excerpt = if compared {
             (self.limits.per_excerpt_chars * OBJECT_LIST_FACTOR).min(MAX_EXCERPT_CHARS)
         } else {
             self.limits.per_excerpt_chars
@@ -450,6 +492,10 @@ mod tests {
         assert_eq!(result.len(), 2, "no series is dropped");
         let kept = result[1]["values"].as_array().expect("values");
         assert!(kept.len() > 50 && kept.len() < 150, "{}", kept.len());
+        // The window's last stretch is kept whole: its last ten points, one minute apart.
+        let times: Vec<i64> = kept.iter().filter_map(|p| p[0].as_i64()).collect();
+        let tail = &times[times.len() - 10..];
+        assert!(tail.windows(2).all(|w| w[1] - w[0] == 60), "{tail:?}");
         assert_eq!(
             kept.last(),
             Some(&serde_json::json!([1_700_000_000 + 149 * 60, "2"]))
@@ -457,7 +503,7 @@ mod tests {
         assert!(
             parsed["thinned"]
                 .as_str()
-                .is_some_and(|t| t.starts_with("every "))
+                .is_some_and(|t| t.starts_with("every ") && t.contains("every point of the last"))
         );
         // Text that is not a range-query answer is cut as before.
         assert_eq!(thin_matrix("not json", 10), None);

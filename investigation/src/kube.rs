@@ -76,6 +76,94 @@ pub fn identity(object: &Value) -> (Option<&str>, Option<&str>, Option<&str>) {
     )
 }
 
+/// A Service an Ingress routes a host to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub ingress: String,
+    pub namespace: String,
+    pub service: String,
+}
+
+/// Whether an Ingress rule's host (`auth.example.com`, `*.example.com`) serves `host`.
+fn host_matches(rule: &str, host: &str) -> bool {
+    let (rule, host) = (rule.to_ascii_lowercase(), host.to_ascii_lowercase());
+    match rule.strip_prefix("*.") {
+        // A wildcard covers exactly one more label.
+        Some(domain) => host
+            .split_once('.')
+            .is_some_and(|(label, rest)| !label.is_empty() && rest == domain),
+        None => rule == host,
+    }
+}
+
+/// The Services the Ingresses in a list route `host` to: each rule for that host, each of its
+/// paths' backend Service, in the order written.
+pub fn ingress_routes(text: &str, host: &str) -> Vec<Route> {
+    let mut routes: Vec<Route> = Vec::new();
+    for ingress in objects(text) {
+        let (Some(name), Some(namespace)) = (
+            str_at(&ingress, "/metadata/name"),
+            str_at(&ingress, "/metadata/namespace"),
+        ) else {
+            continue;
+        };
+        let rules = ingress
+            .pointer("/spec/rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|rule| str_at(rule, "/host").is_some_and(|h| host_matches(h, host)));
+        let services = rules
+            .flat_map(|rule| {
+                rule.pointer("/http/paths")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .filter_map(|path| str_at(path, "/backend/service/name"));
+        for service in services {
+            let route = Route {
+                ingress: name.to_string(),
+                namespace: namespace.to_string(),
+                service: service.to_string(),
+            };
+            if !routes.contains(&route) {
+                routes.push(route);
+            }
+        }
+    }
+    routes
+}
+
+/// Whether a pod's containers hold `value` in an env value, their command or their arguments:
+/// what the pod is configured with, a URL it calls or the host it serves.
+pub fn spec_holds(pod: &Value, value: &str) -> bool {
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|container| {
+            let env_values = container
+                .get("env")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.get("value").and_then(Value::as_str));
+            env_values.into_iter().any(|v| v.contains(value))
+                || strings(container.get("args"))
+                    .iter()
+                    .chain(&strings(container.get("command")))
+                    .any(|a| a.contains(value))
+        })
+}
+
 /// A `matchLabels`-style map as a label selector string `a=b,c=d`, in key order.
 pub fn selector_string(labels: &BTreeMap<String, String>) -> Option<String> {
     (!labels.is_empty()).then(|| {
@@ -669,6 +757,66 @@ pub fn rank_pods(pods: &mut [PodInfo]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ingress_routes_its_hosts_and_a_wildcard_one_more_label() {
+        let list = r#"
+items:
+- kind: Ingress
+  metadata: {name: auth, namespace: identity}
+  spec:
+    rules:
+    - host: auth.acme-corp.net
+      http:
+        paths:
+        - {path: /, pathType: Prefix, backend: {service: {name: keycloak, port: {number: 8080}}}}
+        - {path: /admin, pathType: Prefix, backend: {service: {name: keycloak-admin, port: {name: http}}}}
+- kind: Ingress
+  metadata: {name: tenants, namespace: edge}
+  spec:
+    rules:
+    - host: '*.tenants.example.com'
+      http:
+        paths:
+        - {path: /, pathType: Prefix, backend: {service: {name: tenant-router, port: {number: 80}}}}
+"#;
+        let services = |host: &str| -> Vec<String> {
+            ingress_routes(list, host)
+                .into_iter()
+                .map(|r| format!("{}/{} ({})", r.namespace, r.service, r.ingress))
+                .collect()
+        };
+        assert_eq!(
+            services("AUTH.acme-corp.net"),
+            ["identity/keycloak (auth)", "identity/keycloak-admin (auth)"]
+        );
+        assert_eq!(
+            services("acme.tenants.example.com"),
+            ["edge/tenant-router (tenants)"]
+        );
+        assert!(services("a.b.tenants.example.com").is_empty());
+        assert!(services("tenants.example.com").is_empty());
+        assert!(services("api.example.com").is_empty());
+    }
+
+    #[test]
+    fn a_pods_spec_holds_a_value_in_env_command_or_args() {
+        let pod: Value = serde_norway::from_str(
+            r#"
+spec:
+  containers:
+  - name: a
+    env: [{name: KC_HOSTNAME, value: "https://auth.acme-corp.net"}]
+  - name: b
+    command: [python, -m, tool]
+    args: [--table, carts-prod]
+"#,
+        )
+        .expect("yaml");
+        assert!(spec_holds(&pod, "auth.acme-corp.net"));
+        assert!(spec_holds(&pod, "carts-prod"));
+        assert!(!spec_holds(&pod, "orders-prod"));
+    }
 
     const POD_YAML: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: api-7d9f-x2k4q\n  namespace: shop\n  creationTimestamp: \"2026-01-01T10:00:00Z\"\n  labels:\n    app: api\nspec:\n  nodeName: worker-1\n  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: data-api-0\nstatus:\n  phase: Running\n  conditions:\n  - type: Ready\n    status: \"False\"\n  initContainerStatuses:\n  - name: migrate\n    ready: false\n    restartCount: 3\n    state:\n      waiting:\n        reason: CrashLoopBackOff\n    lastState:\n      terminated:\n        exitCode: 1\n        reason: Error\n  containerStatuses:\n  - name: api\n    ready: false\n    restartCount: 0\n    state:\n      waiting:\n        reason: PodInitializing\n";
 

@@ -129,19 +129,26 @@ impl Payload for BatchStarted {
     }
 }
 
-/// What rose: a load growth first, then a step up in a series that measures work (not an
-/// object's state as kube-state-metrics reports it: replicas, conditions), its series and when.
+/// What rose: a load growth first, then the steps up in series that measure work (not an
+/// object's state as kube-state-metrics reports it: replicas, conditions), earliest first — a
+/// job is named with the first rise that followed it, where its load arrived — with their
+/// series and when.
 fn rises(round: &Round<'_>) -> Vec<(String, DateTime<Utc>)> {
     let load = round.found.iter().filter_map(|f| match &f.fact {
         Fact::LoadGrowth(l) => Some((l.series.clone(), l.at)),
         _ => None,
     });
-    let steps = round.found.iter().filter_map(|f| match &f.fact {
-        Fact::MetricStep(m) if m.after > m.before && !m.series.starts_with("kube_") => {
-            Some((m.series.clone(), m.at))
-        }
-        _ => None,
-    });
+    let mut steps: Vec<(String, DateTime<Utc>)> = round
+        .found
+        .iter()
+        .filter_map(|f| match &f.fact {
+            Fact::MetricStep(m) if m.after > m.before && !m.series.starts_with("kube_") => {
+                Some((m.series.clone(), m.at))
+            }
+            _ => None,
+        })
+        .collect();
+    steps.sort_by_key(|(_, at)| *at);
     load.chain(steps).collect()
 }
 

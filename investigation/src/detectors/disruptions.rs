@@ -33,7 +33,8 @@ use crate::kube;
 pub enum Disruption {
     /// The Eviction API: a drain (`kubectl drain`, a node upgrade) or the cluster-autoscaler.
     Eviction,
-    /// The cluster-autoscaler removing the node.
+    /// A node autoscaler removing the node: the cluster-autoscaler's scale-down, Karpenter's
+    /// consolidation or drift.
     ScaleDown,
     /// The scheduler, to make room for a higher-priority pod.
     Preemption,
@@ -55,7 +56,9 @@ impl Disruption {
     fn words(self) -> &'static str {
         match self {
             Disruption::Eviction => "evicted through the Eviction API (a drain)",
-            Disruption::ScaleDown => "evicted by the cluster-autoscaler's node scale-down",
+            Disruption::ScaleDown => {
+                "evicted by the node autoscaler removing its node (scale-down, consolidation)"
+            }
             Disruption::Preemption => "preempted to make room for a higher-priority pod",
             Disruption::TaintManager => "deleted by the taint manager (a NoExecute taint)",
             Disruption::NodePressure => "evicted by the kubelet to relieve node pressure",
@@ -63,9 +66,13 @@ impl Disruption {
         }
     }
 
-    /// A kubelet eviction, by what it says: the pod's own limit, else node pressure.
+    /// An `Evicted` event, by what it says: Karpenter disrupting the node (`Evicted pod:
+    /// Disrupting Node: Consolidation/Delete`), else the kubelet — for the pod's own limit, else
+    /// for node pressure.
     fn of_kubelet(says: Option<&str>) -> Self {
-        if says.is_some_and(|m| OWN_LIMIT.is_match(m)) {
+        if says.is_some_and(|m| m.contains("Disrupting Node")) {
+            Disruption::ScaleDown
+        } else if says.is_some_and(|m| OWN_LIMIT.is_match(m)) {
             Disruption::OwnLimit
         } else {
             Disruption::NodePressure

@@ -13,11 +13,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::lead::names_service;
+use super::lead::{names_service, split_endpoint};
+use super::refusals::RefusedState;
 use super::text::cite_values;
 use super::{
-    Confidence, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
-    same_pod,
+    Confidence, Fact, Finding, Kind, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject,
+    Symptom, same_pod,
 };
 use crate::kube;
 
@@ -36,6 +37,10 @@ pub struct NoEndpoints {
     /// Its cluster IP, when the round read the Service: clients' logs may name it so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_ip: Option<String>,
+    /// Public hosts its clients call that reach it: an Ingress in the round routes them here,
+    /// or, when none routes them anywhere, its pods are configured with them as their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 impl NoEndpoints {
@@ -60,6 +65,7 @@ impl Payload for NoEndpoints {
             not_ready_pods: Vec::new(),
             pods_failing: false,
             cluster_ip: None,
+            hosts: Vec::new(),
         }
     }
 
@@ -108,14 +114,22 @@ impl Payload for NoEndpoints {
         Role::cause_unless_it_follows(self.passes_on())
     }
 
-    /// The calls its clients cannot make: to its name or its cluster IP.
+    /// The calls its clients cannot make: to its name or its cluster IP, and to a public host
+    /// routed to it that the proxy answers with nothing behind it.
     fn explains(&self, effect: &super::Finding) -> bool {
-        let super::Fact::Dependency(d) = &effect.fact else {
-            return false;
-        };
-        d.endpoint
-            .as_deref()
-            .is_some_and(|e| names_service(e, &self.service, self.cluster_ip.as_deref()))
+        match &effect.fact {
+            super::Fact::Dependency(d) => d
+                .endpoint
+                .as_deref()
+                .is_some_and(|e| names_service(e, &self.service, self.cluster_ip.as_deref())),
+            super::Fact::Refusal(r) if r.state == RefusedState::Unavailable => {
+                r.dependency.as_deref().is_some_and(|d| {
+                    let (host, _) = split_endpoint(d);
+                    self.hosts.contains(&host)
+                })
+            }
+            _ => false,
+        }
     }
 
     fn step(&self, scene: &Scene) -> String {
@@ -198,6 +212,7 @@ fn no_endpoints(
                 .and_then(|(_, service)| kube::str_at(service, "/spec/clusterIP"))
                 .filter(|ip| *ip != "None")
                 .map(str::to_string),
+            hosts: hosts_reaching(round, object, name),
         },
         Confidence::High,
         true,
@@ -208,6 +223,61 @@ fn no_endpoints(
         &["notReadyAddresses", "subsets: []", "subsets", name],
     );
     (!f.refs.is_empty()).then_some(f)
+}
+
+/// The public hosts clients were answered for with nothing behind them
+/// ([`RefusedState::Unavailable`]) that reach Service `name`: routed here by an Ingress in the
+/// round; or, when no Ingress in the round routes them, held in the spec of a pod this Service
+/// lists (the host it serves as its own).
+fn hosts_reaching(round: &Round<'_>, endpoints: &Value, name: &str) -> Vec<String> {
+    let namespace = kube::str_at(endpoints, "/metadata/namespace");
+    let ingresses: Vec<String> = round
+        .objects("Ingress")
+        .into_iter()
+        .filter_map(|(_, ingress)| serde_json::to_string(ingress).ok())
+        .collect();
+    let own_pods: Vec<&str> = endpoints
+        .get("subsets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|s| {
+            ["addresses", "notReadyAddresses"]
+                .into_iter()
+                .filter_map(|key| s.get(key).and_then(Value::as_array))
+                .flatten()
+        })
+        .filter_map(|a| kube::str_at(a, "/targetRef/name"))
+        .collect();
+    let mut hosts: Vec<String> = Vec::new();
+    let unanswered = round.found.iter().filter_map(|f| match &f.fact {
+        Fact::Refusal(r) if r.state == RefusedState::Unavailable => r.dependency.as_deref(),
+        _ => None,
+    });
+    for dependency in unanswered {
+        let (host, _) = split_endpoint(dependency);
+        if hosts.contains(&host) {
+            continue;
+        }
+        let routes: Vec<kube::Route> = ingresses
+            .iter()
+            .flat_map(|ingress| kube::ingress_routes(ingress, &host))
+            .collect();
+        let reaches = if routes.is_empty() {
+            round.pods().into_iter().any(|(_, pod)| {
+                kube::str_at(pod, "/metadata/name").is_some_and(|n| own_pods.contains(&n))
+                    && kube::spec_holds(pod, &host)
+            })
+        } else {
+            routes
+                .iter()
+                .any(|r| r.service == name && namespace.is_none_or(|ns| ns == r.namespace))
+        };
+        if reaches {
+            hosts.push(host);
+        }
+    }
+    hosts
 }
 
 #[cfg(test)]

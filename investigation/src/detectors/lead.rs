@@ -54,6 +54,16 @@ pub enum Lead {
         config_maps: Vec<String>,
         at: Option<chrono::DateTime<chrono::Utc>>,
     },
+    /// A filling volume's own growth: the claim's free bytes over the last two days (how fast
+    /// it fills, when it is full), and, when a pod that mounts it runs a database, that
+    /// database's own growth series selected by the pod (each replication slot's retained WAL
+    /// and whether it is active, the database's size) over the same span.
+    VolumeGrowth {
+        namespace: String,
+        claim: String,
+        database_pod: Option<String>,
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    },
 }
 
 impl Lead {
@@ -87,6 +97,17 @@ impl Lead {
                 ),
             },
             Lead::JobsStarted => "the Jobs that started when it rose".to_string(),
+            Lead::VolumeGrowth {
+                claim,
+                database_pod,
+                ..
+            } => match database_pod {
+                Some(pod) => format!(
+                    "how fast claim `{claim}` fills, and the growth of the database in pod \
+                     `{pod}` (replication slots' retained WAL, its size)"
+                ),
+                None => format!("how fast claim `{claim}` fills"),
+            },
             Lead::CompareLogs { healthy, .. } => {
                 format!("the failing pods' logs beside healthy `{healthy}`'s")
             }

@@ -14,7 +14,8 @@
 //! the full volume does to its writer, not what filled it, and counts for nothing. A pod that
 //! is gone writes nothing more.
 //!
-//! What explains what: the writer explains its own error lines and its own "no space left".
+//! What explains what: the writer explains its own error lines, its own "no space left", and
+//! its claim filling.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -134,12 +135,14 @@ impl Payload for FailedWorkKept {
         self.attempts = self.attempts.max(other.attempts);
     }
 
-    /// Its own error lines (the failures it keeps retrying) and its own full disk.
+    /// Its own error lines (the failures it keeps retrying), its own full disk, and the claim
+    /// it fills.
     fn explains(&self, effect: &Finding) -> bool {
         let ours = |pod: &Option<String>| pod.as_deref() == Some(self.pod.as_str());
         match &effect.fact {
             Fact::ErrorLine(e) => ours(&e.pod),
             Fact::DiskFull(d) => ours(&d.pod),
+            Fact::VolumeFilling(v) => v.claim == self.claim,
             _ => false,
         }
     }

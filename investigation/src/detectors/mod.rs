@@ -63,6 +63,7 @@ pub mod restarts;
 pub mod revisions;
 pub mod scheduling;
 pub mod siblings;
+pub mod slots;
 pub mod spikes;
 pub mod steps;
 pub mod throttling;
@@ -231,7 +232,8 @@ registry! {
     nodes: [NodeNotReady, NodePressure],
     hostpaths: [HostPathWriter],
     leftovers: [FailedWorkKept],
-    volumes: [ProvisioningFailed, VolumeFailed, ClaimPending],
+    volumes: [ProvisioningFailed, VolumeFailed, ClaimPending, VolumeFilling],
+    slots: [SlotRetainsWal, DatabaseGrew],
     quota: [QuotaExceeded],
     endpoints: [NoEndpoints],
     ports: [PortMismatch],
@@ -882,6 +884,9 @@ fn per_object(item: &Evidence, ctx: &DetectionContext) -> Vec<(Evidence, Detecti
         part_ctx.default_resource = Some(name);
         return vec![(item.clone(), part_ctx)];
     }
+    if item.capability == Capability::ObjectList && item.string_arg(&["kind"]) == Some("Pod") {
+        return pods_apart(item, ctx).unwrap_or_else(whole);
+    }
     if item.capability != Capability::Events {
         return whole();
     }
@@ -903,6 +908,44 @@ fn per_object(item: &Evidence, ctx: &DetectionContext) -> Vec<(Evidence, Detecti
             (part, part_ctx)
         })
         .collect()
+}
+
+/// A list of pods across namespaces (a YAML sequence), one part per pod with that pod as the
+/// default resource, so a neighbour's OOM kill is the neighbour's. `None` when the excerpt is
+/// not such a list.
+fn pods_apart(
+    item: &Evidence,
+    ctx: &DetectionContext,
+) -> Option<Vec<(Evidence, DetectionContext)>> {
+    let lines: Vec<&str> = item.excerpt.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("- "))
+        .map(|(i, _)| i)
+        .collect();
+    if starts.len() < 2 || starts[0] != 0 {
+        return None;
+    }
+    let parts = starts
+        .iter()
+        .enumerate()
+        .map(|(n, &start)| {
+            let end = starts.get(n + 1).copied().unwrap_or(lines.len());
+            let block = lines[start..end].join("\n");
+            let name = crate::kube::objects(&block)
+                .first()
+                .and_then(|pod| crate::kube::str_at(pod, "/metadata/name").map(str::to_string));
+            let mut part = item.clone();
+            part.excerpt = block;
+            let mut part_ctx = ctx.clone();
+            if name.is_some() {
+                part_ctx.default_resource = name;
+            }
+            (part, part_ctx)
+        })
+        .collect();
+    Some(parts)
 }
 
 /// Current findings first, then verified, then by confidence, then by the registry's order.

@@ -130,6 +130,11 @@ fn mismatches(
     let Some(selector) = service.pointer("/spec/selector").and_then(Value::as_object) else {
         return Vec::new();
     };
+    // A headless Service forwards nothing: its DNS name resolves to the pods themselves, and
+    // its ports only name what peers may reach (a cluster's gossip port no container declares).
+    if kube::str_at(service, "/spec/clusterIP") == Some("None") {
+        return Vec::new();
+    }
     let namespace = kube::str_at(service, "/metadata/namespace");
     let selected: Vec<&Value> = pods
         .iter()

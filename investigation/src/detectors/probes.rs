@@ -179,7 +179,8 @@ impl Payload for ProbeFailure {
             (Probe::Liveness | Probe::Startup, Fact::Exited(e)) => e.signalled() && same(&e.pod),
             (Probe::Liveness | Probe::Startup, Fact::CrashLoop(c)) => same(&c.pod),
             (Probe::Liveness | Probe::Startup, Fact::RestartTrend(r)) => same(&r.pod),
-            (Probe::Readiness, Fact::NoEndpoints(e)) => self
+            // A pod failing its startup probe is never ready either.
+            (Probe::Readiness | Probe::Startup, Fact::NoEndpoints(e)) => self
                 .pod
                 .as_deref()
                 .is_some_and(|pod| e.not_ready_pods.iter().any(|n| n == pod)),

@@ -57,6 +57,9 @@ pub enum RefusedState {
     /// The client's credentials or permissions refused, as the client hears it: HTTP 401 or
     /// 403, a cloud API's `NOT_AUTHORIZED` / `PERMISSION_DENIED` / `AccessDenied`.
     Denied,
+    /// Answered by the proxy in front of it with nothing healthy behind: `503 Service
+    /// Unavailable`, `502 Bad Gateway`, `504 Gateway Timeout`, as the client hears them.
+    Unavailable,
 }
 
 impl RefusedState {
@@ -66,7 +69,10 @@ impl RefusedState {
     fn is_an_answer(self) -> bool {
         matches!(
             self,
-            RefusedState::RateLimited | RefusedState::Denied | RefusedState::Overflow
+            RefusedState::RateLimited
+                | RefusedState::Denied
+                | RefusedState::Overflow
+                | RefusedState::Unavailable
         )
     }
 
@@ -84,6 +90,9 @@ impl RefusedState {
                  connection-pool limits (overflow)"
             }
             RefusedState::Denied => "refuses the client's credentials or permissions",
+            RefusedState::Unavailable => {
+                "is answered by the proxy in front of it: nothing healthy serves behind it"
+            }
         }
     }
 
@@ -127,6 +136,11 @@ impl RefusedState {
                 "which identity the client uses (its service account, key or token) and what it \
                  may do now: a rotated key, a removed role or binding, a changed key policy"
             }
+            RefusedState::Unavailable => {
+                "what serves it behind the proxy — in the cluster, the Service an Ingress routes \
+                 it to, its endpoints and pods; outside it, its owner's status page — and why \
+                 nothing healthy is there"
+            }
         }
     }
 }
@@ -149,7 +163,7 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
         ),
         (
             RefusedState::Locked,
-            r"(?i)still waiting for \w+Lock on|canceling statement due to lock timeout|Lock wait timeout exceeded|\bdeadlock detected\b|could not obtain lock on|\block\b.{0,80}\bis held by another (?:session|process|transaction|connection|instance)\b|\bwaiting (?:for|on) (?:an? |the )?(?:advisory |table |row |metadata )?lock\b",
+            r"(?i)still waiting for \w+Lock on|canceling statement due to lock timeout|Lock wait timeout exceeded|\bdeadlock detected\b|could not obtain lock on|\block\b.{0,80}\bis held by another (?:session|process|transaction|connection|instance)\b|\bwaiting (?:for|on) (?:an? |the )?(?:[\w-]+ )?lock\b|\bcould not (?:obtain|acquire) (?:the |a )?(?:[\w-]+ ){0,2}lock\b|\bcurrently locked by\b",
         ),
         (
             RefusedState::Overloaded,
@@ -167,10 +181,16 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
             RefusedState::Overflow,
             r#"(?i)\breset reason: overflow\b|\bupstream_reset_before_response_started\{overflow\}|\bx-envoy-overloaded\b|" 503 UO "#,
         ),
+        // As the client hears it, with the reason phrase: a server's own access log of the
+        // status it answered carries the code alone.
+        (
+            RefusedState::Unavailable,
+            r"(?i)\b50[234] (?:Server Error: )?(?:Service (?:Temporarily )?Unavailable|Bad Gateway|Gateway Time-?out)\b",
+        ),
         // As the client hears it: a server's own log of a stranger's failed login is not.
         (
             RefusedState::Denied,
-            r"\bError 40[13]\b|\b40[13] (?:Forbidden|Unauthorized)\b|\b(?i:status(?:Code)?|HTTP(?: status)?)[ =:]*40[13]\b|\bcode\(40[13]\)|\bNOT_AUTHORIZED\b|\bPERMISSION_DENIED\b|\b\w*AccessDenied(?:Exception)?\b|\bUnrecognizedClientException\b|\bInvalidClientTokenId\b|\bExpiredTokenException\b",
+            r"\bError 40[13]\b|\b40[13] (?:Forbidden|Unauthorized)\b|\b(?i:status(?:Code)?|HTTP(?: status)?)[ =:]*40[13]\b|\bcode\(40[13]\)|\bNOT_AUTHORIZED\b|\bPERMISSION_DENIED\b|\b\w*AccessDenied(?:Exception)?\b|\bUnrecognizedClientException\b|\bInvalidClientTokenId\b|\bExpiredTokenException\b|(?:SASL auth|SQLSTATE 28P01|PSQLException|OperationalError|connection to server|failed to connect)[^\n]{0,200}\bpassword authentication failed for user\b|\bpassword authentication failed for user\b[^\n]{0,80}\bSQLSTATE 28P01\b|\b(?:1045|SQLException)\b[^\n]{0,40}\bAccess denied for user\b|\bWRONGPASS\b|\bNOAUTH Authentication required\b",
         ),
     ];
     states
@@ -181,6 +201,10 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
 
 static ENDPOINT: LazyLock<Regex> = regex!(
     r"\b((?:[A-Za-z][A-Za-z0-9-]*\.)*[A-Za-z][A-Za-z0-9-]*|\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b"
+);
+/// A URL's host (and port): `https://auth.example.com/realms/x`.
+static URL_HOST: LazyLock<Regex> = regex!(
+    r"(?i)\bhttps?://([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)(?::(\d{2,5}))?"
 );
 
 /// A dependency refusing work because of its own state.
@@ -290,14 +314,18 @@ impl Payload for Refusal {
         pod_failure_explains(self.pod.as_deref(), effect)
     }
 
-    /// The dependency's side: its Service and pods, to see why it is in that state.
+    /// The dependency's side: its Service and pods, to see why it is in that state. A public
+    /// host answered by a proxy with nothing behind it is followed too: an Ingress may route it
+    /// to a Service in the cluster.
     fn leads(&self) -> Vec<Lead> {
         let Some(dependency) = &self.dependency else {
             return Vec::new();
         };
         let (host, port) = split_endpoint(dependency);
-        if matches!(host_name(&host), HostName::External | HostName::Loopback) {
-            return Vec::new();
+        match host_name(&host) {
+            HostName::Loopback => return Vec::new(),
+            HostName::External if self.state != RefusedState::Unavailable => return Vec::new(),
+            _ => {}
         }
         vec![Lead::Host {
             host,
@@ -323,11 +351,21 @@ fn dependency_in(line: &str) -> Option<String> {
             None => host,
         });
     }
+    // A match that starts inside a longer name (`process_response.js:41` matches at `js`) is
+    // no endpoint.
+    let inside_a_name =
+        |c: &regex::Captures<'_>| line[..c.get(1).map_or(0, |m| m.start())].ends_with(['.', '_']);
     ENDPOINT
         .captures_iter(line)
-        .filter(|c| !is_source_location(&c[1]))
+        .filter(|c| !is_source_location(&c[1]) && !inside_a_name(c))
         .map(|c| format!("{}:{}", &c[1], &c[2]))
         .last()
+        .or_else(|| {
+            URL_HOST.captures(line).map(|c| match c.get(2) {
+                Some(port) => format!("{}:{}", c[1].to_ascii_lowercase(), port.as_str()),
+                None => c[1].to_ascii_lowercase(),
+            })
+        })
 }
 
 /// One dependency's refusals in one log: state, dependency, count, the last line's index, the
@@ -346,6 +384,13 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let heard_repeats = answer_repeats(round.evidence, |l| {
         refused(l).is_some_and(|(state, _)| state.is_an_answer())
     });
+    let not_ready: Vec<String> = round
+        .pods()
+        .into_iter()
+        .filter_map(|(_, pod)| crate::kube::pod_from_object(pod))
+        .filter(|pod| pod.ready == Some(false))
+        .map(|pod| pod.name)
+        .collect();
     let mut findings: Vec<Finding> = Vec::new();
     for scan in LogScan::all(round, false) {
         // (state, dependency) → (count, last line index, last line, pattern)
@@ -369,8 +414,14 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         }
         for (state, dependency, count, index, line, re) in seen {
             let quote = quote_deciding(line, re);
+            // Stuck: a Job's or an unready pod's log (the alert's, or one a lead reached) ends
+            // repeating the wait.
             let stuck = || {
-                matches!(round.ctx.symptom, Symptom::JobFailed | Symptom::Unavailable)
+                (matches!(round.ctx.symptom, Symptom::JobFailed | Symptom::Unavailable)
+                    || scan
+                        .pod
+                        .as_deref()
+                        .is_some_and(|p| not_ready.iter().any(|n| n == p)))
                     && scan.ends_stuck_on(|l| refused(l).is_some_and(|(s, _)| s == state))
             };
             let (verified, confidence) = match if state.is_an_answer() {

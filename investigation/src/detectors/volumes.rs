@@ -1,13 +1,20 @@
 //! Storage that does not come: a claim's volume that cannot be provisioned (a missing
 //! StorageClass, a provisioner's error, from events), a PersistentVolume in phase Failed, a
 //! claim stuck Pending or Lost (from their objects); each corroborated by the warning events
-//! that name it.
+//! that name it. And storage that runs out: a volume the alert says is filling.
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
 //! | [`ProvisioningFailed`] | cause | a ProvisioningFailed event, or the named StorageClass does not exist |
 //! | [`VolumeFailed`] | cause | the PersistentVolume's phase is Failed |
 //! | [`ClaimPending`] | symptom; cause when Lost | the claim is Lost |
+//! | [`VolumeFilling`] | symptom | the alert names the claim, a pod mounts it, and the kubelet's free-bytes series for it falls |
+//!
+//! A filling volume (the alert names its claim and a pod of the round mounts it) says how fast
+//! it fills and when it is full at that rate, from the kubelet's free bytes over the recent
+//! hours (a least-squares line through the last [`RECENT_HOURS`]); it leads to that series and,
+//! when a pod that mounts it runs a database, to the database's own growth series (read by
+//! `investigate/leads/stores.rs`), so what fills it can be named (`slots.rs`).
 //!
 //! What explains what: a provisioning failure explains its claim staying Pending; either
 //! explains a pod unschedulable on an unbound claim; a failed volume explains its claim Lost
@@ -20,6 +27,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Lead;
+use super::series::{self, Item, QuotedSeries, format_bytes};
 use super::text::{cite_values, event_naming, matching_line, quote_line};
 use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
@@ -289,6 +298,311 @@ impl Payload for ClaimPending {
     }
 }
 
+/// Hours of the free-bytes series the current rate is read over.
+pub const RECENT_HOURS: f64 = 6.0;
+/// The kubelet's free bytes of a volume, per claim.
+pub const FREE_BYTES: &str = "kubelet_volume_stats_available_bytes";
+
+/// A volume the alert says is filling, with how fast it fills once its free bytes are read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VolumeFilling {
+    pub claim: String,
+    pub namespace: Option<String>,
+    /// The pods of the round that mount it.
+    pub pods: Vec<String>,
+    /// A pod that mounts it and runs a database (its image, or its exporter's series).
+    pub database_pod: Option<String>,
+    /// Free bytes at the last point of the kubelet's series.
+    pub free_bytes: Option<f64>,
+    /// Bytes lost per hour over the last [`RECENT_HOURS`] (a least-squares line).
+    pub loss_per_hour: Option<f64>,
+    /// Hours until the line reaches zero free bytes, when it falls.
+    pub hours_to_full: Option<f64>,
+}
+
+impl VolumeFilling {
+    /// "full in about 14 hours at the current rate (2.1 GB/h)", when it falls.
+    pub fn full_in(&self) -> Option<String> {
+        let hours = self.hours_to_full?;
+        let rate = self.loss_per_hour?;
+        let when = if hours < 1.5 {
+            format!("{:.0} minutes", (hours * 60.0).max(1.0))
+        } else {
+            format!("{:.0} hours", hours)
+        };
+        Some(format!(
+            "full in about {when} at the current rate ({}/h)",
+            format_bytes(rate)
+        ))
+    }
+}
+
+impl Payload for VolumeFilling {
+    const SPEC: KindSpec = KindSpec {
+        name: "volume-filling",
+        role: Role::Symptom,
+        verified_when: "the alert names the claim, a pod mounts it, and the kubelet's free bytes \
+                        for it fall",
+        accounts_for: &[Symptom::Storage],
+    };
+
+    fn example() -> Self {
+        Self {
+            claim: "data-orders-db-0".into(),
+            namespace: Some("orders".into()),
+            pods: vec!["orders-db-0".into()],
+            database_pod: Some("orders-db-0".into()),
+            free_bytes: Some(29.3e9),
+            loss_per_hour: Some(2.06e9),
+            hours_to_full: Some(14.2),
+        }
+    }
+
+    fn title(&self) -> String {
+        match (self.full_in(), self.free_bytes) {
+            (Some(full_in), Some(free)) => format!(
+                "Volume `{}` is filling: {} free, {full_in}",
+                self.claim,
+                format_bytes(free)
+            ),
+            _ => format!("Volume `{}` is filling", self.claim),
+        }
+    }
+
+    fn detail(&self) -> String {
+        let mounted = match self.pods.as_slice() {
+            [] => String::new(),
+            pods => format!(
+                " Mounted by pod {}.",
+                pods.iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        match self.full_in() {
+            Some(full_in) => format!(
+                "Claim `{}` loses free space steadily: at its rate over the last {RECENT_HOURS:.0} \
+                 hours it is {full_in}.{mounted}",
+                self.claim
+            ),
+            None => format!(
+                "The alert says claim `{}` is filling; how fast is read from the kubelet's free \
+                 bytes.{mounted}",
+                self.claim
+            ),
+        }
+    }
+
+    fn subject(&self) -> Option<Subject> {
+        Some(Subject::new(ObjectKind::Claim, self.claim.clone()))
+    }
+
+    fn merge_from(&mut self, other: &Self) {
+        for pod in &other.pods {
+            if !self.pods.contains(pod) {
+                self.pods.push(pod.clone());
+            }
+        }
+        self.database_pod = self.database_pod.take().or(other.database_pod.clone());
+        if self.hours_to_full.is_none() {
+            self.free_bytes = other.free_bytes;
+            self.loss_per_hour = other.loss_per_hour;
+            self.hours_to_full = other.hours_to_full;
+        }
+    }
+
+    fn step(&self, _scene: &Scene) -> String {
+        let ns = self
+            .namespace
+            .as_deref()
+            .map(|n| format!(" -n {n}"))
+            .unwrap_or_default();
+        let look = match self.pods.first() {
+            Some(pod) => format!(" (`kubectl exec{ns} {pod} -- df -h` shows where it grows)"),
+            None => String::new(),
+        };
+        format!(
+            "Find what grows on claim `{}`{look}, and expand the claim if it must hold more{}.",
+            self.claim,
+            self.full_in()
+                .map(|f| format!(" before it is {f}"))
+                .unwrap_or_default()
+        )
+    }
+
+    fn leads(&self) -> Vec<Lead> {
+        match &self.namespace {
+            Some(namespace) => vec![Lead::VolumeGrowth {
+                namespace: namespace.clone(),
+                claim: self.claim.clone(),
+                database_pod: self.database_pod.clone(),
+                at: None,
+            }],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The kubelet's free-bytes series of `claim` (in `namespace`, when it says), with its item.
+pub fn free_series<'a>(
+    items: &'a [Item<'a>],
+    namespace: Option<&str>,
+    claim: &str,
+) -> Option<(&'a Evidence, &'a QuotedSeries<'a>)> {
+    series::all_series(items)
+        .filter(|(item, _, s)| {
+            let labels = &s.series.labels;
+            let named = match labels.get("__name__") {
+                Some(name) => name == FREE_BYTES,
+                None => item
+                    .evidence
+                    .string_arg(&["query", "expr", "promql"])
+                    .is_some_and(|q| q.trim_start().starts_with(FREE_BYTES)),
+            };
+            named
+                && labels.get("persistentvolumeclaim").map(String::as_str) == Some(claim)
+                && namespace
+                    .is_none_or(|ns| labels.get("namespace").is_none_or(|n| n.as_str() == ns))
+        })
+        .max_by_key(|(_, _, s)| s.series.points.len())
+        .map(|(item, _, s)| (item.evidence, s))
+}
+
+/// Bytes lost per hour over the last `hours` of a free-bytes series (a least-squares line),
+/// and the index where that span starts. `None` with fewer than two points in it.
+pub fn loss_per_hour(points: &[(f64, f64)], hours: f64) -> Option<(f64, usize)> {
+    let &(last, _) = points.last()?;
+    let from = points
+        .iter()
+        .position(|(t, _)| *t >= last - hours * 3600.0)?;
+    let span = &points[from..];
+    if span.len() < 2 {
+        return None;
+    }
+    let n = span.len() as f64;
+    let mean_t = span.iter().map(|(t, _)| t).sum::<f64>() / n;
+    let mean_v = span.iter().map(|(_, v)| v).sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (t, v) in span {
+        num += (t - mean_t) * (v - mean_v);
+        den += (t - mean_t) * (t - mean_t);
+    }
+    if den <= 0.0 {
+        return None;
+    }
+    Some((-(num / den) * 3600.0, from))
+}
+
+/// Whether a pod runs a database whose growth can be read: a Postgres image (not its
+/// exporter's), or postgres_exporter series naming the pod.
+pub fn runs_database(pod: &Value, name: &str, items: &[Item<'_>]) -> bool {
+    let image = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| kube::str_at(c, "/image"))
+        .any(|image| {
+            let last = image.rsplit('/').next().unwrap_or(image);
+            let base = last
+                .split([':', '@'])
+                .next()
+                .unwrap_or(last)
+                .to_ascii_lowercase();
+            !base.contains("exporter")
+                && [
+                    "postgres",
+                    "postgresql",
+                    "postgis",
+                    "timescaledb",
+                    "spilo",
+                    "cloudnative-pg",
+                ]
+                .iter()
+                .any(|p| base == *p || base.starts_with(&format!("{p}-")))
+        });
+    image
+        || series::all_series(items).any(|(_, _, s)| {
+            let labels = &s.series.labels;
+            labels.get("pod").map(String::as_str) == Some(name)
+                && labels.get("__name__").is_some_and(|n| n.starts_with("pg_"))
+        })
+}
+
+/// The volume the alert says is filling, as the pods that mount it and the kubelet's free bytes
+/// show it.
+fn filling(round: &Round<'_>) -> Option<Finding> {
+    let claim = round.ctx.alert_claim.as_deref()?;
+    if round.ctx.symptom != Symptom::Storage {
+        return None;
+    }
+    let items = series::items(round.evidence);
+    let mut pods: Vec<String> = Vec::new();
+    let mut database_pod: Option<String> = None;
+    let mut namespace: Option<String> = None;
+    let mut refs = Vec::new();
+    for (evidence, pod) in round.pods() {
+        let Some(name) = kube::str_at(pod, "/metadata/name") else {
+            continue;
+        };
+        let mounts = pod
+            .pointer("/spec/volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|v| kube::str_at(v, "/persistentVolumeClaim/claimName") == Some(claim));
+        if !mounts
+            || pods.iter().any(|p| p == name)
+            || matches!(
+                kube::str_at(pod, "/status/phase"),
+                Some("Failed" | "Succeeded")
+            )
+        {
+            continue;
+        }
+        pods.push(name.to_string());
+        namespace = namespace.or(kube::str_at(pod, "/metadata/namespace").map(str::to_string));
+        if database_pod.is_none() && runs_database(pod, name, &items) {
+            database_pod = Some(name.to_string());
+        }
+        if refs.is_empty()
+            && let Some(quote) = super::text::line_with(evidence, &format!("claimName: {claim}"))
+        {
+            refs.push(cite(evidence, quote));
+        }
+    }
+    if pods.is_empty() || refs.is_empty() {
+        return None;
+    }
+    let mut payload = VolumeFilling {
+        claim: claim.to_string(),
+        namespace: namespace.clone(),
+        pods,
+        database_pod,
+        free_bytes: None,
+        loss_per_hour: None,
+        hours_to_full: None,
+    };
+    let mut verified = false;
+    if let Some((evidence, free)) = free_series(&items, namespace.as_deref(), claim)
+        && let Some(&(_, last)) = free.series.points.last()
+        && let Some((loss, from)) = loss_per_hour(&free.series.points, RECENT_HOURS)
+        && loss > 0.0
+    {
+        payload.free_bytes = Some(last);
+        payload.loss_per_hour = Some(loss);
+        payload.hours_to_full = Some(last / loss);
+        verified = true;
+        refs.extend(series::quotes(
+            evidence,
+            free,
+            &[from, free.series.points.len() - 1],
+        ));
+    }
+    Some(Finding::new(payload, Confidence::Medium, verified).citing(refs))
+}
+
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let claims = round.objects("PersistentVolumeClaim");
     let volumes = round.objects("PersistentVolume");
@@ -306,6 +620,7 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             out.extend(provisioning(evidence, ctx.default_resource.as_deref()));
         }
     }
+    out.extend(filling(round));
     out
 }
 

@@ -525,6 +525,7 @@ fn a_readiness_probe_explains_an_empty_service_only_when_its_pod_is_behind_it() 
             not_ready_pods: vec![behind.into()],
             pods_failing: false,
             cluster_ip: None,
+            hosts: Vec::new(),
         })
     };
     assert!(probe.explains(&service(POD)));

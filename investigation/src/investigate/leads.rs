@@ -10,7 +10,9 @@
 //! - **Data stores**: a client that waits on a store without naming it in the line (slow
 //!   queries, cache misses; `detectors/datastores.rs`) leads to the stores its line or spec
 //!   names, else those the ConfigMaps it takes in name, else its namespace's cache and database
-//!   pods: each one's log and their own metrics ([`stores`]).
+//!   pods: each one's log and their own metrics ([`stores`]). A filling volume leads to its
+//!   free bytes and, for a Postgres' volume, to the database's own growth series
+//!   ([`stores::growth`]).
 //! - **Order**: strongest first — a verified cause's lead before a verified finding's before an
 //!   unverified one's; ties in the order proposed. The detectors run again after each lead, so
 //!   what one lead found can propose the next.
@@ -19,8 +21,9 @@
 //!   most [`MAX_DEPTH`] links from the alert's objects unless the proposing finding is verified.
 //! - **Resolution**: a host's shape says where it points ([`host_name`]): a Service by name
 //!   (its Endpoints, then its pods by selector), one pod of a headless Service, an address (the
-//!   Service whose cluster IP it is, else the pod whose IP it is), or outside the cluster
-//!   (nothing to read there; recorded).
+//!   Service whose cluster IP it is, else the pod whose IP it is), or a public host: the
+//!   Service an Ingress routes it to, else the one selecting the workload configured with it as
+//!   its own ([`public`]), else outside the cluster (nothing to read there; recorded).
 //!
 //! Every request made for a lead is recorded in the plan with the lead and what proposed it.
 
@@ -37,6 +40,7 @@ use crate::tools::{CapabilityRequest, EvidenceSource};
 use super::collect::Collector;
 use super::found::Found;
 
+mod public;
 pub mod stores;
 
 /// The most leads one round follows.
@@ -289,13 +293,7 @@ pub async fn follow<E: EvidenceSource>(
                     Capability::ObjectGet,
                     format!("host `{host}` is the pod itself (a sidecar or the same container)"),
                 ),
-                HostName::External => c.skip(
-                    Capability::ObjectGet,
-                    format!(
-                        "host `{host}` is outside the cluster: its side cannot be read here \
-                         (its status page, its owner)"
-                    ),
-                ),
+                HostName::External => public::follow(c, host, *port, namespace, &mut reached).await,
             }
         }
         Lead::Node { name } => reached.nodes.push(name.clone()),
@@ -418,6 +416,12 @@ pub async fn follow<E: EvidenceSource>(
             let read = stores::read(c, client_ns, hosts, config_maps, *at, tail_lines).await;
             reached.names.extend(read);
         }
+        Lead::VolumeGrowth {
+            namespace,
+            claim,
+            database_pod,
+            at,
+        } => stores::growth(c, namespace, claim, database_pod.as_deref(), *at).await,
         Lead::Pod { namespace, name } => reached.pods.push(PodInfo {
             name: name.clone(),
             namespace: Some(namespace.clone()),

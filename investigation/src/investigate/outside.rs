@@ -119,46 +119,27 @@ fn data_holds(object: &serde_json::Value, value: &str) -> bool {
 /// Whether a pod takes in one of `config_maps` or holds `value` in a container's env values,
 /// command or arguments.
 fn pod_uses(pod: &serde_json::Value, config_maps: &[&str], value: &str) -> bool {
-    let strings = |v: Option<&serde_json::Value>| -> Vec<String> {
-        v.and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(str::to_string))
-            .collect()
-    };
     let containers = pod
         .pointer("/spec/containers")
         .and_then(serde_json::Value::as_array)
         .into_iter()
         .flatten();
-    let mut uses = false;
-    for container in containers {
-        let env_values = container
-            .get("env")
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.get("value").and_then(serde_json::Value::as_str));
-        let refs = container
-            .get("envFrom")
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| kube::str_at(e, "/configMapRef/name"));
-        uses |= env_values.into_iter().any(|v| v.contains(value))
-            || strings(container.get("args"))
-                .iter()
-                .chain(&strings(container.get("command")))
-                .any(|a| a.contains(value))
-            || refs.into_iter().any(|r| config_maps.contains(&r));
-    }
+    let refs = containers
+        .flat_map(|container| {
+            container
+                .get("envFrom")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|e| kube::str_at(e, "/configMapRef/name"));
     let volumes = pod
         .pointer("/spec/volumes")
         .and_then(serde_json::Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|v| kube::str_at(v, "/configMap/name"));
-    uses || volumes.into_iter().any(|n| config_maps.contains(&n))
+    kube::spec_holds(pod, value) || refs.chain(volumes).any(|n| config_maps.contains(&n))
 }
 
 /// The pods whose configuration names `value`, one per workload, the most troubled first.

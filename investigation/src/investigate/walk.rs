@@ -1185,10 +1185,18 @@ fn workload_name(pod: &PodInfo) -> Option<String> {
         })
 }
 
-/// The one workload among `pods` whose name the alert's name, summary or description spells
-/// (`Fluent Bit output failing` names `fluent-bit`): letters and digits compared, names of at
-/// least five of them, the longest when several match.
+/// The one workload among `pods` that one of the alert's label values is, whatever its key
+/// (`worker: payouts-worker` in a webhook's text); else whose name the alert's name, summary or
+/// description spells (`Fluent Bit output failing` names `fluent-bit`): letters and digits
+/// compared, names of at least five of them, the longest when several match.
 fn named_in_text(pods: &[PodInfo], target: &AlertTarget) -> Option<String> {
+    let labelled = pods
+        .iter()
+        .filter_map(workload_name)
+        .find(|w| target.labels.values().any(|v| v.trim() == w));
+    if labelled.is_some() {
+        return labelled;
+    }
     let words = anywhere::squash(&crate::detectors::alert_words(target));
     let mut named: Vec<String> = pods
         .iter()

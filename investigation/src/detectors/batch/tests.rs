@@ -118,3 +118,47 @@ fn two_jobs_at_once_are_suspects_and_a_long_finished_one_is_none() {
     assert_eq!(suspects.len(), 2, "{suspects:#?}");
     assert!(suspects.iter().all(|f| !f.verified), "neither alone");
 }
+
+/// A CloudWatch statistic per period (`dimension_*` labels) stepping from `before` to `after`
+/// at 13:20 + `minutes`.
+fn table_series(
+    name: &str,
+    minutes: usize,
+    before: f64,
+    after: f64,
+) -> (serde_json::Value, Vec<(f64, f64)>) {
+    let labels = json!({"__name__": name, "dimension_TableName": "carts-prod"});
+    let mut values = vec![before; minutes];
+    values.extend(vec![after; 40 - minutes]);
+    let start = utc("2025-03-04T13:20:00Z").timestamp() as f64;
+    (labels, minutely(&values, start))
+}
+
+#[test]
+fn a_job_is_named_with_the_first_rise_after_it_started() {
+    let late = table_series("aws_dynamodb_write_throttle_events_sum", 28, 0.0, 4000.0);
+    let early = table_series(
+        "aws_dynamodb_consumed_write_capacity_units_sum",
+        20,
+        8000.0,
+        30000.0,
+    );
+    let evidence = [
+        metric(
+            1,
+            "{dimension_TableName=\"carts-prod\"}",
+            &matrix(&[late, early], true, Style::Compact),
+        ),
+        jobs(&[job("cart-ttl-backfill", "2025-03-04T13:39:00Z", 1, None)]),
+    ];
+    let findings = detect(&evidence, &alert_at("2025-03-04T14:00:00Z"));
+    let started = find(&findings, Kind::BatchStarted);
+    assert!(started.is_verified_cause(), "{started:#?}");
+    assert!(
+        started
+            .title()
+            .starts_with("Job `cart-ttl-backfill` (CronJob `feed-exporter`) started 1 min before `aws_dynamodb_consumed_write_capacity_units_sum"),
+        "{}",
+        started.title()
+    );
+}

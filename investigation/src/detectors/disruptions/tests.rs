@@ -94,8 +94,8 @@ fn a_pod_evicted_by_the_autoscalers_scale_down_explains_its_sigterm() {
     // The condition (a drain, on its node) and the autoscaler's event (why) are one finding.
     assert_eq!(
         disrupted.title(),
-        "Pod `ledger-reconcile-29087415-q8k2d` was evicted by the cluster-autoscaler's node \
-         scale-down on node `worker-eu-1a-4`"
+        "Pod `ledger-reconcile-29087415-q8k2d` was evicted by the node autoscaler removing its \
+         node (scale-down, consolidation) on node `worker-eu-1a-4`"
     );
     assert_eq!(disrupted.resource().as_deref(), Some(JOB_POD));
     assert_eq!(disrupted.at, Some(utc("2025-03-04T13:58:12Z")));
@@ -130,6 +130,21 @@ fn a_pod_the_kubelet_evicted_for_node_pressure_is_a_consequence() {
     };
     assert_eq!(d.how, Disruption::NodePressure);
     assert_eq!(disrupted.role(), Role::Consequence);
+}
+
+#[test]
+fn a_pod_karpenter_evicted_to_remove_its_node_is_no_node_pressure() {
+    let evicted = evicted("'Evicted pod: Disrupting Node: Consolidation/Delete'");
+    let disrupted = detect_kind(&[events(1, &evicted)], Kind::Disrupted);
+    let Fact::Disrupted(d) = &disrupted.fact else {
+        panic!("{disrupted:#?}");
+    };
+    assert_eq!(d.how, Disruption::ScaleDown);
+    assert!(
+        disrupted.title().contains("consolidation"),
+        "{}",
+        disrupted.title()
+    );
 }
 
 #[test]

@@ -66,7 +66,7 @@ Events:
     let findings = detect(
         &[
             object(1, "Endpoints", &endpoints),
-            ev(2, Capability::PodDescribe, pod, description),
+            ev(2, Capability::PodDescribe, pod.clone(), description),
         ],
         &ctx(),
     );
@@ -75,6 +75,17 @@ Events:
     assert_eq!(none.role(), Role::Consequence);
     assert_eq!(none.refs[0].quote, "- notReadyAddresses:");
     assert!(find(&findings, Kind::ProbeFailure).explains(none));
+
+    // A pod failing its startup probe never becomes ready either.
+    let starting = description.replace("Readiness probe", "Startup probe");
+    let findings = detect(
+        &[
+            object(1, "Endpoints", &endpoints),
+            ev(2, Capability::PodDescribe, pod, &starting),
+        ],
+        &ctx(),
+    );
+    assert!(find(&findings, Kind::ProbeFailure).explains(find(&findings, Kind::NoEndpoints)));
 }
 
 #[test]
@@ -191,4 +202,105 @@ Containers:
     let call = find(&findings, Kind::Dependency);
     assert!(none.explains(call), "{none:#?}\n{call:#?}");
     assert!(find(&findings, Kind::CrashLoop).explains(none));
+}
+
+/// A client answered 503 for `https://auth.acme-corp.net/…`, twice.
+fn unanswered_client() -> crate::evidence::Evidence {
+    let line = r#"ERROR token exchange failed: expected 200 OK, got: 503 Service Temporarily Unavailable (issuer https://auth.acme-corp.net/realms/partners)"#;
+    crate::detectors::testing::log_of(9, "portal-5d7c9b8f46-8kqzt", &format!("{line}\n{line}\n"))
+}
+
+const KEYCLOAK_ENDPOINTS: &str = "\
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: keycloak
+  namespace: identity
+subsets:
+- notReadyAddresses:
+  - ip: 10.244.19.50
+    targetRef:
+      kind: Pod
+      name: keycloak-0
+      namespace: identity
+";
+
+#[test]
+fn an_empty_service_explains_a_public_host_an_ingress_routes_to_it() {
+    let ingresses = "\
+- apiVersion: networking.k8s.io/v1
+  kind: Ingress
+  metadata:
+    name: auth
+    namespace: identity
+  spec:
+    rules:
+    - host: '*.acme-corp.net'
+      http:
+        paths:
+        - path: /
+          pathType: Prefix
+          backend:
+            service:
+              name: keycloak
+              port:
+                number: 8080
+";
+    let findings = detect(
+        &[
+            object(1, "Endpoints", KEYCLOAK_ENDPOINTS),
+            object(2, "Ingress", ingresses),
+            unanswered_client(),
+        ],
+        &crate::detectors::testing::service_level(),
+    );
+    let none = find(&findings, Kind::NoEndpoints);
+    let unanswered = find(&findings, Kind::Refusal);
+    assert!(none.explains(unanswered), "{none:#?}\n{unanswered:#?}");
+
+    // Routed to another Service, it explains nothing of the client's.
+    let elsewhere = ingresses.replace("name: keycloak", "name: sso");
+    let findings = detect(
+        &[
+            object(1, "Endpoints", KEYCLOAK_ENDPOINTS),
+            object(2, "Ingress", &elsewhere),
+            unanswered_client(),
+        ],
+        &crate::detectors::testing::service_level(),
+    );
+    assert!(!find(&findings, Kind::NoEndpoints).explains(find(&findings, Kind::Refusal)));
+}
+
+#[test]
+fn with_no_ingress_a_pod_configured_with_the_host_as_its_own_links_it() {
+    let pod = |hostname: &str| {
+        format!(
+            "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: keycloak-0
+  namespace: identity
+spec:
+  containers:
+  - name: keycloak
+    env:
+    - name: KC_HOSTNAME
+      value: {hostname}
+"
+        )
+    };
+    let linked = |pod: &str| {
+        let findings = detect(
+            &[
+                object(1, "Endpoints", KEYCLOAK_ENDPOINTS),
+                object(2, "Pod", pod),
+                unanswered_client(),
+            ],
+            &crate::detectors::testing::service_level(),
+        );
+        find(&findings, Kind::NoEndpoints).explains(find(&findings, Kind::Refusal))
+    };
+    assert!(linked(&pod("https://auth.acme-corp.net")));
+    assert!(!linked(&pod("https://login.other-corp.net")));
 }

@@ -86,3 +86,14 @@ fn a_declared_target_port_or_undeclared_ports_find_nothing() {
         assert!(!has(&findings, Kind::PortMismatch), "{findings:#?}");
     }
 }
+
+#[test]
+fn a_headless_service_forwards_nothing_so_its_ports_are_no_mismatch() {
+    let headless = SERVICE.replace("clusterIP: 10.96.112.40", "clusterIP: None");
+    let listing = pods("      ports:\n      - containerPort: 9090\n        name: http\n");
+    let findings = detect(
+        &[object(1, "Service", &headless), object(2, "Pod", &listing)],
+        &ctx(),
+    );
+    assert!(!has(&findings, Kind::PortMismatch));
+}

@@ -260,3 +260,101 @@ fn a_job_whose_log_ends_waiting_on_the_same_lock_is_stuck_on_it() {
     let findings = detect(&[log_of(1, CLIENT, &log)], &ctx());
     assert!(!find(&findings, Kind::Refusal).verified);
 }
+
+#[test]
+fn an_unready_pod_stuck_on_a_migration_lock_is_verified_whatever_the_alert() {
+    let wait = "2025-01-01 00:00:14,118 INFO  [liquibase.lockservice] (main) Waiting for changelog lock....";
+    let log = format!("INFO Database info: PostgreSQL 16.3\n{wait}\n{wait}\n{wait}\n");
+    let unready = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: checkout-7d9f6c8b54-2lq8n
+  namespace: shop
+status:
+  phase: Running
+  conditions:
+  - type: Ready
+    status: 'False'
+";
+    let findings = detect(
+        &[
+            crate::detectors::testing::object(1, "Pod", unready),
+            log_of(2, CLIENT, &log),
+        ],
+        &ctx(),
+    );
+    let refusal = find(&findings, Kind::Refusal);
+    assert_eq!(
+        match &refusal.fact {
+            crate::detectors::Fact::Refusal(r) => r.state,
+            _ => unreachable!("found by kind"),
+        },
+        RefusedState::Locked
+    );
+    assert!(refusal.verified, "{refusal:#?}");
+    // The same log from a pod not known to be unready stays unverified under such an alert.
+    let findings = detect(&[log_of(2, CLIENT, &log)], &ctx());
+    assert!(!find(&findings, Kind::Refusal).verified);
+    // Liquibase's own refusal names the holder.
+    let held = "ERROR: Could not acquire change log lock.  Currently locked by keycloak-0 (10.244.19.44) since 1/1/25, 8:23 AM";
+    assert_eq!(
+        refusal_in(&format!("{held}\n{held}\n")).state,
+        RefusedState::Locked
+    );
+}
+
+#[test]
+fn a_database_refusing_the_clients_password_is_denied_but_its_own_log_of_it_is_not() {
+    for line in [
+        r#"{"level":"fatal","msg":"connect to database","error":"failed to connect to `user=catalog database=catalog`: 10.40.12.87:5432 (catalog-pg): failed SASL auth: FATAL: password authentication failed for user \"catalog\" (SQLSTATE 28P01)"}"#,
+        "org.postgresql.util.PSQLException: FATAL: password authentication failed for user \"orders\"",
+        "java.sql.SQLException: Access denied for user 'app'@'10.244.1.7' (using password: YES)",
+        "ERROR redis: WRONGPASS invalid username-password pair or user is disabled.",
+    ] {
+        assert_eq!(
+            refusal_in(&format!("{line}\n{line}\n")).state,
+            RefusedState::Denied,
+            "{line}"
+        );
+    }
+    // The database's own log of a stranger's failed login refuses nothing this client asked.
+    let server = "2025-01-01 00:00:00.123 UTC [4121] FATAL:  password authentication failed for user \"scanner\"\n";
+    let findings = detect(
+        &[log_of(1, CLIENT, &format!("{server}{server}"))],
+        &service_level(),
+    );
+    assert!(all_of(&findings, Kind::Refusal).is_empty());
+}
+
+#[test]
+fn a_gateway_status_the_client_hears_names_the_urls_host_and_leads_there() {
+    let line = r#"{"level":50,"msg":"OIDC token exchange failed","err":{"message":"expected 200 OK, got: 503 Service Temporarily Unavailable","stack":"OPError: expected 200 OK\n    at processResponse (/app/node_modules/openid-client/lib/helpers/process_response.js:41:11)"},"issuer":"https://auth.acme-corp.net/realms/partners"}"#;
+    let refusal = refusal_in(&format!("{line}\n{line}\n"));
+    assert_eq!(refusal.state, RefusedState::Unavailable);
+    // Not `js:41` out of the stack's file name: the URL's host.
+    assert_eq!(refusal.dependency.as_deref(), Some("auth.acme-corp.net"));
+    assert_eq!(
+        refusal.leads(),
+        [Lead::Host {
+            host: "auth.acme-corp.net".into(),
+            port: None,
+            namespace: None,
+        }]
+    );
+    for line in [
+        "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: https://catalog.shop.example.com/v2/items",
+        "unexpected status 502 Bad Gateway from https://api.bank.example.com:8443/v1/payments",
+        "upstream answered 504 Gateway Time-out",
+    ] {
+        assert_eq!(
+            refusal_in(&format!("{line}\n{line}\n")).state,
+            RefusedState::Unavailable,
+            "{line}"
+        );
+    }
+    // A service's own access log of the status it answered carries no reason phrase.
+    let own = "10.0.0.1 - - \"POST /login HTTP/1.1\" 503 190\n10.0.0.2 - - \"POST /login HTTP/1.1\" 503 190\n";
+    let findings = detect(&[log_of(1, CLIENT, own)], &service_level());
+    assert!(all_of(&findings, Kind::Refusal).is_empty());
+}

@@ -5,6 +5,12 @@
 //! waits and who holds the lock) and the stores' own metrics (memory against its configured
 //! maximum, evictions, lock waits, the longest transaction by application) are read, so the
 //! detectors (`detectors/datastores.rs`) can say what state the store is in.
+//!
+//! A filling volume is read the same way ([`growth`]): the claim's free bytes over two days
+//! (how fast it fills, when it is full), and, when a pod that mounts it runs Postgres, that
+//! database's own growth series selected by the pod — each replication slot's retained WAL and
+//! whether a consumer reads it, and the database's size — so `detectors/slots.rs` can tell an
+//! abandoned slot from a database that grows.
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -167,6 +173,72 @@ pub async fn read<E: EvidenceSource>(
     )
     .await;
     stores.into_iter().map(|(_, pod)| pod).collect()
+}
+
+/// Hours of a filling volume's and its database's growth read before the alert: enough to
+/// see a slot that stopped being consumed a day or two ago.
+pub const GROWTH_HOURS: i64 = 48;
+/// The resolution of the growth series (one point an hour keeps two days in one excerpt).
+const GROWTH_STEP_SECS: u32 = 3600;
+
+/// What postgres_exporter publishes about a database's own growth on its volume: each
+/// replication slot's retained WAL and whether a consumer reads it, and the database's size.
+pub const DATABASE_GROWTH_METRICS: &[(&str, &str)] = &[
+    (
+        "pg_replication_slots_pg_wal_lsn_diff",
+        "the WAL each replication slot of the database retains",
+    ),
+    (
+        "pg_replication_slot_slot_is_active",
+        "whether a consumer reads each replication slot",
+    ),
+    ("pg_database_size_bytes", "the database's own size"),
+];
+
+/// A filling volume's growth: the claim's free bytes over [`GROWTH_HOURS`] (how fast it fills,
+/// when it is full), and, when `database_pod` runs a database on it, that database's own growth
+/// series selected by the pod and its namespace, one request each.
+pub async fn growth<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    namespace: &str,
+    claim: &str,
+    database_pod: Option<&str>,
+    at: Option<DateTime<Utc>>,
+) {
+    let at = at.unwrap_or_else(Utc::now);
+    let start = at - Duration::hours(GROWTH_HOURS);
+    let end = at + Duration::minutes(5);
+    c.fetch(
+        CapabilityRequest::MetricRange {
+            query: format!(
+                "kubelet_volume_stats_available_bytes{{namespace=\"{namespace}\", \
+                 persistentvolumeclaim=\"{claim}\"}}"
+            ),
+            start,
+            end,
+            step_secs: GROWTH_STEP_SECS,
+        },
+        format!(
+            "claim `{claim}`'s free bytes over {GROWTH_HOURS} h: how fast it fills, and when it \
+             is full at this rate"
+        ),
+    )
+    .await;
+    let Some(pod) = database_pod else {
+        return;
+    };
+    for (metric, what) in DATABASE_GROWTH_METRICS {
+        c.fetch(
+            CapabilityRequest::MetricRange {
+                query: format!("{metric}{{namespace=\"{namespace}\", pod=\"{pod}\"}}"),
+                start,
+                end,
+                step_secs: GROWTH_STEP_SECS,
+            },
+            format!("database `{pod}` writes claim `{claim}`: {what}, over the span it filled"),
+        )
+        .await;
+    }
 }
 
 /// The in-cluster hosts the values of a ConfigMap's `data` name, each read as the setting

@@ -308,12 +308,96 @@ async fn a_headless_services_pod_name_leads_to_that_pod() {
 }
 
 #[tokio::test]
-async fn a_host_outside_the_cluster_is_recorded_and_not_looked_up() {
+async fn a_public_host_no_ingress_routes_and_no_pod_serves_is_recorded_as_outside() {
     let source = db_world();
     let (reached, skipped) = follow_in(&source, host("api.fxprovider.example", Some(443))).await;
-    assert!(source.asked().is_empty());
+    assert_eq!(
+        source.asked(),
+        [
+            "list Ingress in all namespaces",
+            "list Pod in all namespaces"
+        ],
+        "who routes it, who serves it; nothing more"
+    );
     assert!(reached.pods.is_empty());
-    assert!(skipped[0].contains("outside the cluster"), "{skipped:?}");
+    assert!(
+        skipped
+            .last()
+            .is_some_and(|s| s.contains("outside the cluster")),
+        "{skipped:?}"
+    );
+}
+
+const INGRESSES: &str = "
+- apiVersion: networking.k8s.io/v1
+  kind: Ingress
+  metadata: {name: orders-public, namespace: shop}
+  spec:
+    rules:
+    - host: orders.shop.example.com
+      http:
+        paths:
+        - {path: /, pathType: Prefix, backend: {service: {name: orders-db, port: {number: 5432}}}}
+";
+
+#[tokio::test]
+async fn a_public_host_an_ingress_routes_leads_to_that_service_and_its_pods() {
+    let source = db_world().answer(list("Ingress"), INGRESSES);
+    let (reached, _) = follow_in(&source, host("orders.shop.example.com", None)).await;
+    assert_eq!(
+        source.asked(),
+        [
+            "list Ingress in all namespaces",
+            "get Service shop/orders-db",
+            "get Endpoints shop/orders-db",
+            "list pods in shop (app=orders-db)",
+        ]
+    );
+    assert_eq!(reached.names, ["orders-public", "orders-db"]);
+    assert_eq!(reached.pods[0].name, "orders-db-1", "the troubled one");
+}
+
+#[tokio::test]
+async fn with_no_ingress_the_pod_configured_with_the_host_leads_to_its_service() {
+    let serving = "
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: orders-db-0, namespace: shop, labels: {app: orders-db}}
+  spec:
+    containers:
+    - name: api
+      env: [{name: PUBLIC_URL, value: 'https://orders.shop.example.com'}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: portal-1, namespace: web, labels: {app: portal}}
+  spec:
+    containers:
+    - name: web
+      env: [{name: ORDERS_URL, value: 'https://orders.shop.example.com/api'}]
+";
+    let source = db_world().answer(list("Ingress"), "items: []").answer(
+        |r| matches!(r, CapabilityRequest::ObjectList { kind, .. } if kind == "Pod"),
+        serving,
+    );
+    let options = InvestigateOptions::default();
+    let mut c = Collector::new(&source, &options, 1);
+    // The client is in `web`: its own config names the host too, and is not the server.
+    let reached = follow(
+        &mut c,
+        &host("orders.shop.example.com", None),
+        Some("web"),
+        300,
+    )
+    .await;
+    assert_eq!(
+        source.asked()[..3],
+        [
+            "list Ingress in all namespaces",
+            "list Pod in all namespaces",
+            "list Service in shop",
+        ]
+    );
+    assert_eq!(reached.names, ["orders-db"]);
 }
 
 #[tokio::test]
@@ -473,4 +557,40 @@ async fn a_rise_reads_the_jobs_of_every_namespace_once() {
     let (reached, skipped) = follow_in(&source, Lead::JobsStarted).await;
     assert_eq!(source.asked(), ["list Job in all namespaces"]);
     assert!(reached.pods.is_empty() && skipped.is_empty());
+}
+
+#[tokio::test]
+async fn a_filling_volume_reads_its_free_bytes_and_its_databases_growth_by_pod() {
+    let source = Routed::default();
+    let lead = |database_pod: Option<&str>| Lead::VolumeGrowth {
+        namespace: "orders".into(),
+        claim: "data-orders-db-0".into(),
+        database_pod: database_pod.map(str::to_string),
+        at: None,
+    };
+    follow_in(&source, lead(Some("orders-db-0"))).await;
+    let asked = source.asked();
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    assert!(
+        asked[0].contains("kubelet_volume_stats_available_bytes"),
+        "{asked:?}"
+    );
+    assert!(
+        asked[0].contains("persistentvolumeclaim=\"data-orders-db-0\""),
+        "{asked:?}"
+    );
+    for (asked, metric) in asked[1..].iter().zip([
+        "pg_replication_slots_pg_wal_lsn_diff",
+        "pg_replication_slot_slot_is_active",
+        "pg_database_size_bytes",
+    ]) {
+        assert!(
+            asked.contains(metric) && asked.contains("pod=\"orders-db-0\""),
+            "{asked}"
+        );
+    }
+    // A volume no database writes: only its free bytes.
+    let source = Routed::default();
+    follow_in(&source, lead(None)).await;
+    assert_eq!(source.asked().len(), 1);
 }
