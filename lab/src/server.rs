@@ -328,6 +328,13 @@ pub async fn serve_http(scenario: Scenario, addr: SocketAddr) -> std::io::Result
     let addr = listener.local_addr()?;
     let stop = shutdown.clone();
     let task = tokio::spawn(async move {
+        // Without TCP_NODELAY each streamed MCP answer waits out the client's delayed ACK
+        // (~40 ms a tool call).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "lab MCP server could not set TCP_NODELAY");
+            }
+        });
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(async move { stop.cancelled_owned().await })
             .await;
