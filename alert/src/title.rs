@@ -8,7 +8,8 @@
 //! - PagerDuty, Datadog, Opsgenie: `Triggered: [P1] High CPU on web-1`, `Recovered: …`,
 //!   `Resolved: #1234 …`, and severity prefixes (`Warning: disk full`, no status) — the rest,
 //!   without `[…]` tags, is the rule's name. A title that merely starts with the word `Resolved`
-//!   or `Recovered` marks recovery without naming the alert.
+//!   or `Recovered` marks recovery without naming the alert. Dead man's switches open the same
+//!   way with `MISSED:`, `Late:`, `Failed:`.
 //!
 //! A rule's human name identifies the alert for matching a recovery with its firing alert; it is
 //! not an `alertname` label. Leading markup (`*`, `_`, `>`), `:emoji:` codes and symbols (✅ 🔥)
@@ -93,6 +94,8 @@ fn tag_status(tag: &str) -> Option<AlertStatus> {
 fn word_status(word: &str) -> Option<AlertStatus> {
     match word.to_ascii_lowercase().as_str() {
         "triggered" | "retriggered" | "firing" => Some(AlertStatus::Firing),
+        // Dead man's switches (Cronitor, jobwatch-style webhooks): `MISSED: nightly-export`.
+        "missed" | "missing" | "late" | "failed" => Some(AlertStatus::Firing),
         "resolved" | "recovered" => Some(AlertStatus::Resolved),
         _ => None,
     }
@@ -208,6 +211,14 @@ mod tests {
         assert_eq!(
             (severity.status, severity.rule.as_deref()),
             (None, Some("disk full on db-1"))
+        );
+        let missed = read("MISSED: nightly-billing-export did not complete");
+        assert_eq!(
+            (missed.status, missed.rule.as_deref()),
+            (
+                Some(AlertStatus::Firing),
+                Some("nightly-billing-export did not complete")
+            )
         );
     }
 }

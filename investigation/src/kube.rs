@@ -99,11 +99,16 @@ fn host_matches(rule: &str, host: &str) -> bool {
 /// The Services the Ingresses in a list route `host` to: each rule for that host, each of its
 /// paths' backend Service, in the order written.
 pub fn ingress_routes(text: &str, host: &str) -> Vec<Route> {
+    routes_of(&objects(text), host)
+}
+
+/// [`ingress_routes`] over parsed Ingress objects.
+pub fn routes_of(ingresses: &[Value], host: &str) -> Vec<Route> {
     let mut routes: Vec<Route> = Vec::new();
-    for ingress in objects(text) {
+    for ingress in ingresses {
         let (Some(name), Some(namespace)) = (
-            str_at(&ingress, "/metadata/name"),
-            str_at(&ingress, "/metadata/namespace"),
+            str_at(ingress, "/metadata/name"),
+            str_at(ingress, "/metadata/namespace"),
         ) else {
             continue;
         };
@@ -162,6 +167,125 @@ pub fn spec_holds(pod: &Value, value: &str) -> bool {
                     .chain(&strings(container.get("command")))
                     .any(|a| a.contains(value))
         })
+}
+
+/// An image's name without registry, path, tag or digest, lowercased
+/// (`docker.io/library/postgres:16.3` → `postgres`).
+pub fn image_name(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    last.split([':', '@'])
+        .next()
+        .unwrap_or(last)
+        .to_ascii_lowercase()
+}
+
+/// Postgres as its images are named (the server, with its extensions and HA packaging).
+const POSTGRES_IMAGES: [&str; 5] = ["postgres", "postgresql", "postgis", "timescaledb", "spilo"];
+
+/// Whether an image runs a Postgres server (not its exporter).
+pub fn is_postgres_image(image: &str) -> bool {
+    let name = image_name(image);
+    !name.contains("exporter")
+        && POSTGRES_IMAGES
+            .iter()
+            .any(|p| name == *p || name.starts_with(&format!("{p}-")))
+}
+
+/// The host of a URL or `host[:port]` value (`https://auth.example.com/realms/x` →
+/// `auth.example.com`), lowercased.
+fn host_of(value: &str) -> String {
+    let rest = value.split_once("://").map_or(value, |(_, rest)| rest);
+    let end = rest.find(['/', ':', '?', '#']).unwrap_or(rest.len());
+    rest[..end].to_ascii_lowercase()
+}
+
+/// Env names that say which host a process serves as its own (`KC_HOSTNAME`, `PUBLIC_URL`,
+/// `GF_SERVER_ROOT_URL`, `SERVER_NAME`), not one it calls (`ISSUER_URL`, `PAYMENTS_BASE_URL`).
+const SERVING_ENV: [&str; 6] = [
+    "HOSTNAME",
+    "PUBLIC_URL",
+    "EXTERNAL_URL",
+    "ROOT_URL",
+    "SERVER_NAME",
+    "SITE_URL",
+];
+
+/// Whether a pod is configured to serve `host` as its own: an env value under a serving name
+/// (`KC_HOSTNAME=https://auth.example.com`), or a `--hostname`, `--public-url`,
+/// `--external-url` or `--server-name` argument, whose host is exactly `host`.
+pub fn serves_host(pod: &Value, host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    let serving_env = |name: &str| {
+        let name = name.to_ascii_uppercase();
+        SERVING_ENV
+            .iter()
+            .any(|s| name == *s || name.ends_with(&format!("_{s}")))
+    };
+    let serving_flag = |flag: &str| {
+        [
+            "--hostname",
+            "--public-url",
+            "--external-url",
+            "--server-name",
+        ]
+        .contains(&flag)
+    };
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|container| {
+            let env = container
+                .get("env")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|e| {
+                    str_at(e, "/name").is_some_and(serving_env)
+                        && str_at(e, "/value").is_some_and(|v| host_of(v) == host)
+                });
+            let args: Vec<&str> = ["command", "args"]
+                .iter()
+                .filter_map(|k| container.get(*k).and_then(Value::as_array))
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let flagged = args
+                .iter()
+                .enumerate()
+                .any(|(i, arg)| match arg.split_once('=') {
+                    Some((flag, value)) => serving_flag(flag) && host_of(value) == host,
+                    None => {
+                        serving_flag(arg) && args.get(i + 1).is_some_and(|v| host_of(v) == host)
+                    }
+                });
+            env || flagged
+        })
+}
+
+/// Whether a Service's or policy's `matchLabels`-style selector picks an object with `labels`:
+/// every key equal; an empty selector picks nothing here (a Service without one is managed by
+/// hand).
+pub fn selects(
+    selector: &serde_json::Map<String, Value>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    !selector.is_empty()
+        && selector.iter().all(|(k, v)| {
+            v.as_str()
+                .is_some_and(|v| labels.get(k).map(String::as_str) == Some(v))
+        })
+}
+
+/// An object's `metadata.labels`.
+pub fn labels_of(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
 }
 
 /// A `matchLabels`-style map as a label selector string `a=b,c=d`, in key order.
@@ -797,6 +921,32 @@ items:
         assert!(services("a.b.tenants.example.com").is_empty());
         assert!(services("tenants.example.com").is_empty());
         assert!(services("api.example.com").is_empty());
+    }
+
+    #[test]
+    fn a_pod_serves_the_host_its_serving_settings_name_and_not_one_it_calls() {
+        let pod = |env: &str, args: &str| -> Value {
+            serde_norway::from_str(&format!(
+                "spec:\n  containers:\n  - name: a\n    env: {env}\n    args: {args}\n"
+            ))
+            .expect("yaml")
+        };
+        let keycloak = pod(
+            "[{name: KC_HOSTNAME, value: 'https://auth.acme-corp.net'}]",
+            "[start]",
+        );
+        assert!(serves_host(&keycloak, "AUTH.acme-corp.net"));
+        assert!(!serves_host(&keycloak, "acme-corp.net"));
+        let flagged = pod("[]", "[start, --hostname, auth.acme-corp.net:8443]");
+        assert!(serves_host(&flagged, "auth.acme-corp.net"));
+        let equals = pod("[]", "['--external-url=https://grafana.example.com/']");
+        assert!(serves_host(&equals, "grafana.example.com"));
+        // A client configured to call it does not serve it.
+        let client = pod(
+            "[{name: OIDC_ISSUER_URL, value: 'https://auth.acme-corp.net/realms/x'}, {name: PAYMENTS_BASE_URL, value: 'https://auth.acme-corp.net'}]",
+            "['--upstream=https://auth.acme-corp.net']",
+        );
+        assert!(!serves_host(&client, "auth.acme-corp.net"));
     }
 
     #[test]

@@ -119,13 +119,14 @@ impl Payload for BatchStarted {
         )
     }
 
+    /// Every rise that followed its start closely enough, not only the one it is named with.
     fn explains(&self, effect: &Finding) -> bool {
-        let series = match &effect.fact {
-            Fact::MetricStep(m) => &m.series,
-            Fact::LoadGrowth(l) => &l.series,
+        let at = match &effect.fact {
+            Fact::MetricStep(m) if m.after > m.before && !m.series.starts_with("kube_") => m.at,
+            Fact::LoadGrowth(l) => l.at,
             _ => return false,
         };
-        *series == self.followed_by
+        self.started <= at + SKEW && at - self.started <= BEFORE_STEP
     }
 }
 

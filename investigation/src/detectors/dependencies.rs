@@ -73,6 +73,9 @@ pub struct Dependency {
     /// the network, a policy), not in the dependency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_ready: Option<String>,
+    /// That Service's namespace, when the round read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_namespace: Option<String>,
     /// The node the client pod runs on, when the round read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
@@ -115,6 +118,7 @@ impl Payload for Dependency {
             count: 3,
             says: "dial tcp 10.20.0.7:5432: connect: connection refused".into(),
             peer_ready: None,
+            peer_namespace: None,
             node: None,
             client_side: false,
         }
@@ -238,7 +242,17 @@ impl Payload for Dependency {
                 port,
                 namespace: None,
             });
-        client_node.into_iter().chain(hosts).collect()
+        // Its Service is ready: what may stand between is a policy of that namespace.
+        let policies = self
+            .peer_ready
+            .as_ref()
+            .and(self.peer_namespace.clone())
+            .map(|namespace| Lead::Policies { namespace });
+        client_node
+            .into_iter()
+            .chain(hosts)
+            .chain(policies)
+            .collect()
     }
 }
 
@@ -257,7 +271,11 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         if let Fact::Dependency(d) = &mut finding.fact
             && d.failure == DependencyFailure::Connect
         {
-            d.peer_ready = d.endpoint.as_deref().and_then(|e| ready_service(round, e));
+            let peer = d.endpoint.as_deref().and_then(|e| ready_service(round, e));
+            (d.peer_ready, d.peer_namespace) = match peer {
+                Some((name, namespace)) => (Some(name), namespace),
+                None => (None, None),
+            };
         }
     }
     // Timeouts from one pod toward several destinations point at the pod's own side.
@@ -295,18 +313,23 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
 
 /// The Service an endpoint (`host:port`) resolves to — by cluster IP, or by the name its DNS
 /// name gives — when the round read it and its Endpoints list at least one ready address.
-fn ready_service(round: &Round<'_>, endpoint: &str) -> Option<String> {
+fn ready_service(round: &Round<'_>, endpoint: &str) -> Option<(String, Option<String>)> {
     let (host, _) = split_endpoint(endpoint);
     let named = match host_name(&host) {
         HostName::Service { name, .. } => Some(name),
         _ => None,
     };
     let objects = round.parsed_objects();
-    let service = objects.iter().find_map(|(_, o)| {
+    let (service, namespace) = objects.iter().find_map(|(_, o)| {
         (kube::str_at(o, "/kind") == Some("Service")).then_some(())?;
         let name = kube::str_at(o, "/metadata/name")?;
         let by_ip = kube::str_at(o, "/spec/clusterIP") == Some(host.as_str());
-        (by_ip || named.as_deref() == Some(name)).then(|| name.to_string())
+        (by_ip || named.as_deref() == Some(name)).then(|| {
+            (
+                name.to_string(),
+                kube::str_at(o, "/metadata/namespace").map(str::to_string),
+            )
+        })
     })?;
     let ready = objects.iter().any(|(_, o)| {
         kube::str_at(o, "/kind") == Some("Endpoints")
@@ -321,7 +344,7 @@ fn ready_service(round: &Round<'_>, endpoint: &str) -> Option<String> {
                     })
                 })
     });
-    ready.then_some(service)
+    ready.then_some((service, namespace))
 }
 
 /// Connection and DNS failures in one log, one finding per endpoint.
@@ -379,6 +402,7 @@ fn dependency_errors(
                     count,
                     says: quote.clone(),
                     peer_ready: None,
+                    peer_namespace: None,
                     node: None,
                     client_side: false,
                 },

@@ -225,16 +225,16 @@ fn no_endpoints(
     (!f.refs.is_empty()).then_some(f)
 }
 
-/// The public hosts clients were answered for with nothing behind them
-/// ([`RefusedState::Unavailable`]) that reach Service `name`: routed here by an Ingress in the
-/// round; or, when no Ingress in the round routes them, held in the spec of a pod this Service
-/// lists (the host it serves as its own).
+/// The public hosts clients got a gateway status for ([`RefusedState::Unavailable`]) that
+/// reach Service `name`: routed here by an Ingress in the round; or, when no Ingress in the
+/// round routes them, served as its own ([`kube::serves_host`]) by a pod this Service lists
+/// that is not the refusing client.
 fn hosts_reaching(round: &Round<'_>, endpoints: &Value, name: &str) -> Vec<String> {
     let namespace = kube::str_at(endpoints, "/metadata/namespace");
-    let ingresses: Vec<String> = round
+    let ingresses: Vec<Value> = round
         .objects("Ingress")
         .into_iter()
-        .filter_map(|(_, ingress)| serde_json::to_string(ingress).ok())
+        .map(|(_, ingress)| ingress.clone())
         .collect();
     let own_pods: Vec<&str> = endpoints
         .get("subsets")
@@ -251,22 +251,22 @@ fn hosts_reaching(round: &Round<'_>, endpoints: &Value, name: &str) -> Vec<Strin
         .collect();
     let mut hosts: Vec<String> = Vec::new();
     let unanswered = round.found.iter().filter_map(|f| match &f.fact {
-        Fact::Refusal(r) if r.state == RefusedState::Unavailable => r.dependency.as_deref(),
+        Fact::Refusal(r) if r.state == RefusedState::Unavailable => {
+            r.dependency.as_deref().map(|d| (d, r.pod.as_deref()))
+        }
         _ => None,
     });
-    for dependency in unanswered {
+    for (dependency, client) in unanswered {
         let (host, _) = split_endpoint(dependency);
         if hosts.contains(&host) {
             continue;
         }
-        let routes: Vec<kube::Route> = ingresses
-            .iter()
-            .flat_map(|ingress| kube::ingress_routes(ingress, &host))
-            .collect();
+        let routes = kube::routes_of(&ingresses, &host);
         let reaches = if routes.is_empty() {
             round.pods().into_iter().any(|(_, pod)| {
-                kube::str_at(pod, "/metadata/name").is_some_and(|n| own_pods.contains(&n))
-                    && kube::spec_holds(pod, &host)
+                kube::str_at(pod, "/metadata/name")
+                    .is_some_and(|n| own_pods.contains(&n) && Some(n) != client)
+                    && kube::serves_host(pod, &host)
             })
         } else {
             routes

@@ -37,6 +37,9 @@ pub enum Lead {
         failing: Vec<String>,
         healthy: String,
     },
+    /// The NetworkPolicies of a namespace whose Service is ready while a client's connections
+    /// to it fail: whether they admit that client.
+    Policies { namespace: String },
     /// The Jobs of every namespace: which started just before something rose.
     JobsStarted,
     /// The certificates issued anew in the alert's namespace (cert-manager's events): a
@@ -79,6 +82,7 @@ impl Lead {
             Lead::Pod { namespace, name } => format!("pod `{namespace}/{name}`"),
             Lead::ClientNode { pod } => format!("the node pod `{pod}` runs on"),
             Lead::CertificatesIssued => "certificates issued anew in the namespace".to_string(),
+            Lead::Policies { namespace } => format!("the NetworkPolicies of `{namespace}`"),
             Lead::DataStores {
                 namespace,
                 hosts,

@@ -54,6 +54,7 @@ pub mod leftovers;
 pub mod limits;
 pub mod memory;
 pub mod nodes;
+pub mod policies;
 pub mod ports;
 pub mod probes;
 pub mod quota;
@@ -222,6 +223,7 @@ registry! {
     coverage: [DaemonSetSkipsNodes],
     certificates: [Certificate, CertificateIssued],
     dependencies: [Dependency],
+    policies: [PolicyDenies],
     connections: [ConnectionsExhausted],
     datastores: [DependencyWait, CacheFull, LockHeld],
     limits: [ProcessLimit],
@@ -480,6 +482,8 @@ pub struct DetectionContext {
     pub alert_node: Option<String>,
     /// The volume claim the alert names, when it names one (a volume filling up).
     pub alert_claim: Option<String>,
+    /// The namespace the alert names, when it names one: a claim's name alone is not unique.
+    pub alert_namespace: Option<String>,
     /// The query the round re-ran for the alert's own expression, and the threshold it fires
     /// at: whether what the alert measures is back on the good side of it.
     pub alert_query: Option<AlertQuery>,
@@ -564,6 +568,7 @@ impl Default for DetectionContext {
             symptom: Symptom::Any,
             alert_node: None,
             alert_claim: None,
+            alert_namespace: None,
             alert_query: None,
         }
     }
@@ -585,6 +590,7 @@ impl DetectionContext {
             symptom: alert_symptom(target),
             alert_node: target.node.clone(),
             alert_claim: target.volume_claim.clone(),
+            alert_namespace: target.namespace.clone(),
             ..Self::default()
         }
     }
@@ -683,13 +689,27 @@ pub fn alert_symptom(target: &AlertTarget) -> Symptom {
     }
     match symptom_in(&name, true) {
         Symptom::Any => {
-            let text = [&target.summary, &target.description]
+            let text = [&target.rule, &target.summary, &target.description]
                 .iter()
                 .filter_map(|s| s.as_deref())
                 .collect::<Vec<_>>()
                 .join(" ")
                 .to_ascii_lowercase();
-            symptom_in(&text, false)
+            match symptom_in(&text, false) {
+                // A webhook's free text may put its whole title in a `key: value` line
+                // (`MISSED: nightly-export did not complete`): the values' words, last.
+                Symptom::Any => {
+                    let values = target
+                        .labels
+                        .values()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .to_ascii_lowercase();
+                    symptom_in(&values, false)
+                }
+                symptom => symptom,
+            }
         }
         symptom => symptom,
     }
@@ -716,6 +736,14 @@ fn symptom_in(words: &str, name: bool) -> Symptom {
         "cronjob",
         "backoff limit",
         "backofflimit",
+        // A run that never finished, as a dead man's switch says it.
+        "did not complete",
+        "didn't complete",
+        "not completed",
+        "did not finish",
+        "didn't finish",
+        "did not run",
+        "didn't run",
     ]) || (name && has(&["job", "cron"]))
     {
         Symptom::JobFailed

@@ -141,12 +141,7 @@ fn mismatches(
         .copied()
         .filter(|pod| {
             namespace.is_none_or(|ns| kube::str_at(pod, "/metadata/namespace") == Some(ns))
-                && !selector.is_empty()
-                && selector.iter().all(|(k, v)| {
-                    pod.pointer("/metadata/labels")
-                        .and_then(|labels| labels.get(k))
-                        == Some(v)
-                })
+                && kube::selects(selector, &kube::labels_of(pod))
         })
         .collect();
     // Every container of every compared pod declares its ports.

@@ -91,7 +91,8 @@ impl RefusedState {
             }
             RefusedState::Denied => "refuses the client's credentials or permissions",
             RefusedState::Unavailable => {
-                "is answered by the proxy in front of it: nothing healthy serves behind it"
+                "answers through the proxy in front of it with a gateway status: its backend \
+                 did not serve the call"
             }
         }
     }
@@ -335,13 +336,40 @@ impl Payload for Refusal {
     }
 }
 
-/// The state a line refuses in, and the pattern that decided it.
+/// How long a pod that never restarted must have existed, unready, for a wait it logs to count
+/// as stuck: a new replica waits a minute or two for a peer's migration in a normal rollout.
+const UNREADY_FOR_SECS: u64 = 600;
+
+/// A server's own log of a request it served (`"GET /ready HTTP/1.1" 503 Service
+/// Unavailable`, Rails' `Completed 503 Service Unavailable`): the status is its answer to
+/// someone else, not one this pod heard.
+static SERVED: LazyLock<Regex> = regex!(
+    r#""(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+ HTTP/[\d.]+" \d{3}\b|\bCompleted \d{3} "#
+);
+
+/// The state a line refuses in, and the pattern that decided it. A status only a client hears
+/// does not count in a server's log of the requests it served — but Envoy's access log is the
+/// client's own proxy, which hears its upstream's answer.
 fn refused(line: &str) -> Option<(RefusedState, &'static Regex)> {
     STATES
         .iter()
         .find(|(_, re)| re.is_match(line))
         .map(|(state, re)| (*state, re))
+        .filter(|(state, _)| {
+            let served =
+                state.is_an_answer() && *state != RefusedState::Overflow && SERVED.is_match(line);
+            let unreachable =
+                *state == RefusedState::Unavailable && UPSTREAM_CONNECT.is_match(line);
+            !served && !unreachable
+        })
 }
+
+/// A proxy's gateway status that says why: it could not connect to its upstream (Envoy's
+/// `upstream connect error … reset reason: connection timeout`). That is a connection that
+/// fails (`dependencies.rs`), not a backend with nothing ready behind it.
+static UPSTREAM_CONNECT: LazyLock<Regex> = regex!(
+    r"(?i)upstream connect error|reset reason: (?:connection|remote connection|local connection)|delayed connect error"
+);
 
 /// The dependency a line names.
 fn dependency_in(line: &str) -> Option<String> {
@@ -388,7 +416,10 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         .pods()
         .into_iter()
         .filter_map(|(_, pod)| crate::kube::pod_from_object(pod))
-        .filter(|pod| pod.ready == Some(false))
+        .filter(|pod| {
+            pod.ready == Some(false)
+                && (pod.restarts > 0 || pod.age_secs.is_some_and(|age| age >= UNREADY_FOR_SECS))
+        })
         .map(|pod| pod.name)
         .collect();
     let mut findings: Vec<Finding> = Vec::new();
@@ -414,8 +445,8 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         }
         for (state, dependency, count, index, line, re) in seen {
             let quote = quote_deciding(line, re);
-            // Stuck: a Job's or an unready pod's log (the alert's, or one a lead reached) ends
-            // repeating the wait.
+            // Stuck: a Job's log, or the log of a pod not ready for a while (restarted, or
+            // older than a rollout's wait for a peer's migration), ends repeating the wait.
             let stuck = || {
                 (matches!(round.ctx.symptom, Symptom::JobFailed | Symptom::Unavailable)
                     || scan

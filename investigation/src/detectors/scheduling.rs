@@ -50,6 +50,9 @@ pub enum SchedulingReason {
     Affinity,
     /// A claim the pod mounts is not bound.
     UnboundClaim,
+    /// A volume the pod mounts is pinned to a zone or node (its PersistentVolume's node
+    /// affinity) that no node fit for the pod is in: `volume node affinity conflict`.
+    VolumeZone,
 }
 
 impl SchedulingReason {
@@ -65,6 +68,11 @@ impl SchedulingReason {
             ),
             SchedulingReason::Affinity => "no node matches the pod's node selector/affinity".into(),
             SchedulingReason::UnboundClaim => "unbound PersistentVolumeClaim".into(),
+            SchedulingReason::VolumeZone => {
+                "its volume is pinned to a zone no node fit for it is in (volume node affinity \
+                 conflict)"
+                    .into()
+            }
         }
     }
 
@@ -95,14 +103,15 @@ impl Unschedulable {
     }
 
     /// The pod waits for a node that was lost: a lost node's taint is the only reason the
-    /// scheduler gives besides the pod's own selector or affinity (which rule other nodes out
-    /// by design). Another reason (insufficient memory elsewhere) is a cause of its own.
+    /// scheduler gives besides the pod's own selector or affinity, or its volume's (which rule
+    /// other nodes out by design: a volume pinned to the lost node's zone waits for it too).
+    /// Another reason (insufficient memory elsewhere) is a cause of its own.
     pub fn waits_for_lost_node(&self) -> bool {
         self.reasons.iter().any(SchedulingReason::is_node_lost)
-            && self
-                .reasons
-                .iter()
-                .all(|r| r.is_node_lost() || *r == SchedulingReason::Affinity)
+            && self.reasons.iter().all(|r| {
+                r.is_node_lost()
+                    || matches!(r, SchedulingReason::Affinity | SchedulingReason::VolumeZone)
+            })
     }
 
     pub fn waits_for_claim(&self) -> bool {
@@ -192,6 +201,13 @@ impl Payload for Unschedulable {
                 "Make room for the pod: add node capacity or lower its requests \
                  (`kubectl -n {ns} describe pod {pod}` names what is insufficient)."
             )
+        } else if self.reasons.contains(&SchedulingReason::VolumeZone) {
+            format!(
+                "Find the zone its volume is pinned to (`kubectl get pv -o \
+                 custom-columns=NAME:.metadata.name,CLAIM:.spec.claimRef.name,ZONE:.spec.nodeAffinity`) \
+                 and why no node fit for the pod is there now (that zone's node group, its size \
+                 limits, the autoscaler's events for `{pod}`); bring one back or move the data."
+            )
         } else if self.waits_for_claim() {
             format!(
                 "Fix the pod's volume claim first: `kubectl -n {ns} describe pvc` shows why it \
@@ -246,8 +262,13 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
             })
             .collect();
         let lower = line.to_ascii_lowercase();
-        if lower.contains("node affinity") || lower.contains("node selector") {
+        // `volume node affinity conflict` is the volume's zone, not the pod's own affinity.
+        let pods_own = lower.replace("volume node affinity conflict", "");
+        if pods_own.contains("node affinity") || pods_own.contains("node selector") {
             reasons.push(SchedulingReason::Affinity);
+        }
+        if lower.contains("volume node affinity conflict") {
+            reasons.push(SchedulingReason::VolumeZone);
         }
         for c in TAINT.captures_iter(line) {
             reasons.push(SchedulingReason::Taint {

@@ -31,12 +31,16 @@ use crate::evidence::Evidence;
 
 /// The share of the volume's loss a slot's retained WAL must account for over the same span.
 pub const MIN_SHARE: f64 = 0.5;
+/// How long a slot must have been inactive to be what fills a volume: a replica restarting or
+/// a connector redeploying leaves its slot idle for minutes, and the WAL of those minutes is
+/// not what a volume filling over days holds.
+const MIN_INACTIVE_HOURS: f64 = 6.0;
 /// Retained WAL per slot.
-const RETAINED: &str = "pg_replication_slots_pg_wal_lsn_diff";
+pub const RETAINED: &str = "pg_replication_slots_pg_wal_lsn_diff";
 /// Whether a consumer reads the slot (1) or not (0).
-const ACTIVE: &str = "pg_replication_slot_slot_is_active";
+pub const ACTIVE: &str = "pg_replication_slot_slot_is_active";
 /// The database's size, per database.
-const SIZE: &str = "pg_database_size_bytes";
+pub const SIZE: &str = "pg_database_size_bytes";
 
 /// An inactive replication slot whose retained WAL fills its database's volume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -299,8 +303,13 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         let Some(pod) = volume.database_pod.as_deref() else {
             continue;
         };
-        out.extend(slots_filling(&items, volume, pod));
-        out.extend(database_grew(&items, volume, pod));
+        let slots = slots_filling(&items, volume, pod);
+        // A slot that accounts for the loss is what fills it; the database's own growth, if
+        // large too, is not said beside it as if it were.
+        if slots.is_empty() {
+            out.extend(database_grew(&items, volume, pod));
+        }
+        out.extend(slots);
     }
     out
 }
@@ -396,7 +405,10 @@ fn slots_filling(items: &[Item<'_>], volume: &VolumeFilling, pod: &str) -> Vec<F
         };
         let wal_growth = retained - wal_then;
         let volume_loss = free_then - free_now;
-        if volume_loss <= 0.0 || wal_growth < MIN_SHARE * volume_loss {
+        if (end - since) / 3600.0 < MIN_INACTIVE_HOURS
+            || volume_loss <= 0.0
+            || wal_growth < MIN_SHARE * volume_loss
+        {
             continue;
         }
         let sizes: Vec<(&Evidence, &QuotedSeries<'_>)> = all

@@ -148,6 +148,14 @@ fn the_alerts_symptom_comes_from_its_name_before_its_prose() {
         symptom("alertname=NightlyExportJobFailed namespace=a"),
         Symptom::JobFailed
     );
+    // A dead man's switch says a run never finished.
+    assert_eq!(
+        symptom(
+            "MISSED: nightly-billing-export did not complete
+Expected by 03:00 UTC."
+        ),
+        Symptom::JobFailed
+    );
 }
 
 #[test]

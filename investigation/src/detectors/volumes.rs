@@ -318,6 +318,9 @@ pub struct VolumeFilling {
     pub loss_per_hour: Option<f64>,
     /// Hours until the line reaches zero free bytes, when it falls.
     pub hours_to_full: Option<f64>,
+    /// When the alert started: the growth its lead reads is read up to then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl VolumeFilling {
@@ -355,6 +358,7 @@ impl Payload for VolumeFilling {
             free_bytes: Some(29.3e9),
             loss_per_hour: Some(2.06e9),
             hours_to_full: Some(14.2),
+            at: None,
         }
     }
 
@@ -437,7 +441,7 @@ impl Payload for VolumeFilling {
                 namespace: namespace.clone(),
                 claim: self.claim.clone(),
                 database_pod: self.database_pod.clone(),
-                at: None,
+                at: self.at,
             }],
             None => Vec::new(),
         }
@@ -503,25 +507,7 @@ pub fn runs_database(pod: &Value, name: &str, items: &[Item<'_>]) -> bool {
         .into_iter()
         .flatten()
         .filter_map(|c| kube::str_at(c, "/image"))
-        .any(|image| {
-            let last = image.rsplit('/').next().unwrap_or(image);
-            let base = last
-                .split([':', '@'])
-                .next()
-                .unwrap_or(last)
-                .to_ascii_lowercase();
-            !base.contains("exporter")
-                && [
-                    "postgres",
-                    "postgresql",
-                    "postgis",
-                    "timescaledb",
-                    "spilo",
-                    "cloudnative-pg",
-                ]
-                .iter()
-                .any(|p| base == *p || base.starts_with(&format!("{p}-")))
-        });
+        .any(kube::is_postgres_image);
     image
         || series::all_series(items).any(|(_, _, s)| {
             let labels = &s.series.labels;
@@ -546,6 +532,12 @@ fn filling(round: &Round<'_>) -> Option<Finding> {
         let Some(name) = kube::str_at(pod, "/metadata/name") else {
             continue;
         };
+        let elsewhere = round.ctx.alert_namespace.as_deref().is_some_and(|ns| {
+            kube::str_at(pod, "/metadata/namespace").is_some_and(|pod_ns| pod_ns != ns)
+        });
+        if elsewhere {
+            continue;
+        }
         let mounts = pod
             .pointer("/spec/volumes")
             .and_then(Value::as_array)
@@ -583,6 +575,7 @@ fn filling(round: &Round<'_>) -> Option<Finding> {
         free_bytes: None,
         loss_per_hour: None,
         hours_to_full: None,
+        at: round.ctx.alert_start,
     };
     let mut verified = false;
     if let Some((evidence, free)) = free_series(&items, namespace.as_deref(), claim)

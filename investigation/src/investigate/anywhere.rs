@@ -3,9 +3,10 @@
 //! by listing that kind across the cluster and taking the one namespace where an object of that
 //! name lives. Several namespaces with that name are ambiguous and recorded, not guessed.
 //!
-//! An alert that names no Kubernetes object at all (a heartbeat service's "the check
-//! "invoice-dunning (prod)" is DOWN") may still spell one: the workloads whose names its words
-//! spell, looked up across the cluster, CronJobs first.
+//! An alert that names no Kubernetes object at all may still point at one: a URL whose host an
+//! Ingress routes to a Service (a synthetic check of `https://status.example.com/v1/health`),
+//! else the workloads whose names its words spell (a heartbeat service's "the check
+//! "invoice-dunning (prod)" is DOWN"), looked up across the cluster, CronJobs first.
 
 use std::collections::BTreeSet;
 
@@ -167,6 +168,85 @@ pub async fn spelled_subject<E: EvidenceSource>(
     None
 }
 
+/// The hosts of the URLs a text names (`https://status.example.com/v1/health`), lowercased, in
+/// order, once each.
+fn url_hosts(text: &str) -> Vec<String> {
+    static URL_HOST: std::sync::LazyLock<regex::Regex> = regex!(
+        r"(?i)\bhttps?://([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+)"
+    );
+    let mut hosts: Vec<String> = Vec::new();
+    for caps in URL_HOST.captures_iter(text) {
+        let host = caps[1].to_ascii_lowercase();
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    hosts
+}
+
+/// What an alert that names no object but a URL is about (a synthetic check of
+/// `https://status.example.com/v1/health`): (namespace, Service) an Ingress routes the URL's
+/// host to. `None` when it names something, names no URL, no Ingress routes one, or they route
+/// to several Services (recorded, not guessed).
+pub async fn routed_subject<E: EvidenceSource>(
+    c: &mut Collector<'_, E>,
+    target: &AlertTarget,
+    text: &str,
+) -> Option<(String, String)> {
+    if target.namespace.is_some()
+        || target.subject().is_some()
+        || !super::outside::identifiers(target).is_empty()
+    {
+        return None;
+    }
+    let hosts = url_hosts(text);
+    if hosts.is_empty() {
+        return None;
+    }
+    let listed = c
+        .fetch(
+            CapabilityRequest::ObjectList {
+                namespace: None,
+                kind: "Ingress".into(),
+                label_selector: None,
+            },
+            format!(
+                "the alert names no Kubernetes object but {}: which Ingress routes it, to which \
+                 Service",
+                hosts
+                    .iter()
+                    .map(|h| format!("`{h}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .await?;
+    let ingresses = kube::objects(&listed);
+    let mut services: Vec<(String, String)> = Vec::new();
+    for host in &hosts {
+        for route in kube::routes_of(&ingresses, host) {
+            let service = (route.namespace, route.service);
+            if !services.contains(&service) {
+                services.push(service);
+            }
+        }
+    }
+    match services.as_slice() {
+        [one] => Some(one.clone()),
+        [] => None,
+        several => {
+            c.skip(
+                Capability::ObjectList,
+                format!(
+                    "the alert's URLs are routed to {} Services: it does not say which",
+                    several.len()
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// The namespaces of the objects in a list named `name`.
 fn namespaces_with(text: &str, name: &str) -> BTreeSet<String> {
     kube::objects(text)
@@ -194,6 +274,18 @@ mod tests {
         );
         assert_eq!(namespaces_with(list, "api").len(), 2);
         assert!(namespaces_with(list, "checkout").is_empty());
+    }
+
+    #[test]
+    fn an_alerts_urls_name_their_hosts_once_each() {
+        assert_eq!(
+            url_hosts(
+                "GET https://Status.example.com/v1/health failed\nhttps://status.example.com/x \
+                 and http://app.checklyhq.com/checks/4f1c"
+            ),
+            ["status.example.com", "app.checklyhq.com"]
+        );
+        assert!(url_hosts("no link here, only api.example.com").is_empty());
     }
 
     #[test]

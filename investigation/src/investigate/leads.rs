@@ -387,6 +387,19 @@ pub async fn follow<E: EvidenceSource>(
             )
             .await;
         }
+        Lead::Policies { namespace } => {
+            c.fetch(
+                CapabilityRequest::ObjectList {
+                    namespace: Some(namespace.clone()),
+                    kind: "NetworkPolicy".into(),
+                    label_selector: None,
+                },
+                format!(
+                    "the other end is ready while connections to it fail: which NetworkPolicies                      of `{namespace}` admit whom"
+                ),
+            )
+            .await;
+        }
         Lead::CertificatesIssued => match namespace {
             Some(namespace) => {
                 c.fetch(

@@ -139,13 +139,23 @@ pub async fn investigate<E: EvidenceSource>(
                 &located
             }
             None => {
-                match anywhere::spelled_subject(&mut collector, target, &state.alert.text).await {
+                let text = &state.alert.text;
+                let routed = anywhere::routed_subject(&mut collector, target, text).await;
+                let spelled = match routed {
+                    Some((namespace, service)) => Some((namespace, "Service".to_string(), service)),
+                    None => anywhere::spelled_subject(&mut collector, target, text).await,
+                };
+                match spelled {
                     Some((namespace, kind, name)) => {
                         let mut with_subject = state.clone();
                         let target = &mut with_subject.alert.target;
                         target.namespace = Some(namespace);
-                        target.workload_kind = Some(kind);
-                        target.workload = Some(name);
+                        if kind == "Service" {
+                            target.service = Some(name);
+                        } else {
+                            target.workload_kind = Some(kind);
+                            target.workload = Some(name);
+                        }
                         located = with_subject;
                         &located
                     }

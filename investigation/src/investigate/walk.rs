@@ -1175,7 +1175,12 @@ fn workload_name(pod: &PodInfo) -> Option<String> {
             pod.owner
                 .as_ref()
                 .filter(|(kind, _)| kind != "ReplicaSet")
-                .map(|(_, name)| name.clone())
+                .map(|(kind, name)| match kind.as_str() {
+                    // A CronJob's Job is named `<cronjob>-<scheduled minute>`: the alert names
+                    // the CronJob.
+                    "Job" => cronjob_of_job(name).unwrap_or(name).to_string(),
+                    _ => name.clone(),
+                })
         })
         .or_else(|| {
             pod.labels
@@ -1185,17 +1190,58 @@ fn workload_name(pod: &PodInfo) -> Option<String> {
         })
 }
 
-/// The one workload among `pods` that one of the alert's label values is, whatever its key
-/// (`worker: payouts-worker` in a webhook's text); else whose name the alert's name, summary or
+/// The CronJob a Job's name says made it (`nightly-export-29087100` → `nightly-export`).
+fn cronjob_of_job(job: &str) -> Option<&str> {
+    let (prefix, minute) = job.rsplit_once('-')?;
+    (minute.len() >= 8 && minute.chars().all(|c| c.is_ascii_digit()) && !prefix.is_empty())
+        .then_some(prefix)
+}
+
+/// The one workload among `pods` that one of the alert's label values is (`worker:
+/// payouts-worker` in a webhook's text; not a key that places it or names a peer); else whose
+/// name the alert's name, summary or
 /// description spells (`Fluent Bit output failing` names `fluent-bit`): letters and digits
 /// compared, names of at least five of them, the longest when several match.
 fn named_in_text(pods: &[PodInfo], target: &AlertTarget) -> Option<String> {
-    let labelled = pods
+    // Keys that name something other than the alert's subject: where it is, who scraped it,
+    // who called whom.
+    let elsewhere = |key: &str| {
+        let key = key.to_ascii_lowercase();
+        [
+            "namespace",
+            "job",
+            "instance",
+            "cluster",
+            "prometheus",
+            "endpoint",
+            "container",
+        ]
+        .contains(&key.as_str())
+            || [
+                "source",
+                "client",
+                "upstream",
+                "destination",
+                "peer",
+                "caller",
+            ]
+            .iter()
+            .any(|side| key.starts_with(side))
+    };
+    let mut labelled: Vec<String> = pods
         .iter()
         .filter_map(workload_name)
-        .find(|w| target.labels.values().any(|v| v.trim() == w));
-    if labelled.is_some() {
-        return labelled;
+        .filter(|w| {
+            target
+                .labels
+                .iter()
+                .any(|(key, value)| !elsewhere(key) && value.trim() == w)
+        })
+        .collect();
+    labelled.sort();
+    labelled.dedup();
+    if let [one] = labelled.as_slice() {
+        return Some(one.clone());
     }
     let words = anywhere::squash(&crate::detectors::alert_words(target));
     let mut named: Vec<String> = pods
@@ -1255,4 +1301,28 @@ fn canonical_kind(kind: &str) -> &'static str {
 /// `owner-<ordinal>` for a StatefulSet).
 fn owned_by_name(pod: &str, owner: &str) -> bool {
     kube::is_generated_from(pod, owner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cronjobs_job_is_named_after_it_and_other_jobs_are_their_own() {
+        assert_eq!(
+            cronjob_of_job("nightly-billing-export-29087100"),
+            Some("nightly-billing-export")
+        );
+        assert_eq!(cronjob_of_job("db-migrate-v42"), None);
+        assert_eq!(cronjob_of_job("backfill-2024"), None);
+        let pod = PodInfo {
+            name: "nightly-billing-export-29087100-m4x7c".into(),
+            owner: Some(("Job".into(), "nightly-billing-export-29087100".into())),
+            ..PodInfo::default()
+        };
+        assert_eq!(
+            workload_name(&pod).as_deref(),
+            Some("nightly-billing-export")
+        );
+    }
 }

@@ -161,4 +161,11 @@ fn a_job_is_named_with_the_first_rise_after_it_started() {
         "{}",
         started.title()
     );
+    // The later rise followed it too, and is explained by it as well.
+    assert!(
+        all_of(&findings, Kind::MetricStep)
+            .iter()
+            .all(|step| started.explains(step)),
+        "{findings:#?}"
+    );
 }

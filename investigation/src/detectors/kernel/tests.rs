@@ -210,6 +210,7 @@ fn a_full_conntrack_table_explains_timeouts_from_a_pod_on_the_node_not_refusals(
                 count: 3,
                 says: says.into(),
                 peer_ready: None,
+                peer_namespace: None,
                 node: Some(node.into()),
                 client_side: true,
             },

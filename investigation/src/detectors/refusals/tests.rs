@@ -276,6 +276,10 @@ status:
   conditions:
   - type: Ready
     status: 'False'
+  containerStatuses:
+  - name: api
+    ready: false
+    restartCount: 2
 ";
     let findings = detect(
         &[
@@ -293,8 +297,18 @@ status:
         RefusedState::Locked
     );
     assert!(refusal.verified, "{refusal:#?}");
-    // The same log from a pod not known to be unready stays unverified under such an alert.
+    // The same log from a pod not known to be unready stays unverified under such an alert,
+    // and so does a new replica's that never restarted (a rollout's brief wait for a peer).
     let findings = detect(&[log_of(2, CLIENT, &log)], &ctx());
+    assert!(!find(&findings, Kind::Refusal).verified);
+    let waiting = unready.replace("restartCount: 2", "restartCount: 0");
+    let findings = detect(
+        &[
+            crate::detectors::testing::object(1, "Pod", &waiting),
+            log_of(2, CLIENT, &log),
+        ],
+        &ctx(),
+    );
     assert!(!find(&findings, Kind::Refusal).verified);
     // Liquibase's own refusal names the holder.
     let held = "ERROR: Could not acquire change log lock.  Currently locked by keycloak-0 (10.244.19.44) since 1/1/25, 8:23 AM";
@@ -353,8 +367,30 @@ fn a_gateway_status_the_client_hears_names_the_urls_host_and_leads_there() {
             "{line}"
         );
     }
-    // A service's own access log of the status it answered carries no reason phrase.
-    let own = "10.0.0.1 - - \"POST /login HTTP/1.1\" 503 190\n10.0.0.2 - - \"POST /login HTTP/1.1\" 503 190\n";
-    let findings = detect(&[log_of(1, CLIENT, own)], &service_level());
+    // A gateway status that says the proxy could not connect is a failing connection, not
+    // this.
+    let unreachable = "503 Service Unavailable from POST http://inventory.inventory.svc.cluster.local:8080/v1/reservations: upstream connect error or disconnect/reset before headers. reset reason: connection timeout";
+    let findings = detect(
+        &[log_of(
+            1,
+            CLIENT,
+            &format!("{unreachable}\n{unreachable}\n"),
+        )],
+        &service_level(),
+    );
     assert!(all_of(&findings, Kind::Refusal).is_empty());
+    // A service's own log of the status it answered is no answer it heard, with or without
+    // the reason phrase (uvicorn, Rails).
+    for own in [
+        "10.0.0.1 - - \"POST /login HTTP/1.1\" 503 190",
+        "INFO:     10.244.0.1:40312 - \"GET /ready HTTP/1.1\" 503 Service Unavailable",
+        "Completed 503 Service Unavailable in 3ms (ActiveRecord: 0.0ms)",
+        "INFO:     10.244.0.1:40318 - \"GET /admin HTTP/1.1\" 401 Unauthorized",
+    ] {
+        let findings = detect(
+            &[log_of(1, CLIENT, &format!("{own}\n{own}\n"))],
+            &service_level(),
+        );
+        assert!(all_of(&findings, Kind::Refusal).is_empty(), "{own}");
+    }
 }

@@ -91,3 +91,32 @@ status:
     assert_eq!(findings[0].kind(), Kind::NodePressure);
     assert_eq!(findings[0].title(), "Node `worker-1` has MemoryPressure");
 }
+
+#[test]
+fn a_volume_pinned_to_another_zone_is_not_the_pods_own_affinity() {
+    let f = detect_kind(
+        &[pending(
+            "4h",
+            "0/6 nodes are available: 2 node(s) had volume node affinity conflict, 4 node(s) didn't match Pod's node affinity/selector. preemption: 0/6 nodes are available.",
+        )],
+        Kind::Unschedulable,
+    );
+    assert_contains(&f.title(), "pinned to a zone");
+    let crate::detectors::Fact::Unschedulable(u) = &f.fact else {
+        panic!("{f:#?}");
+    };
+    assert!(u.reasons.contains(&SchedulingReason::VolumeZone));
+    // The pod's own selector ruled the other nodes out: both are said.
+    assert!(u.reasons.contains(&SchedulingReason::Affinity));
+    let only_volume = detect_kind(
+        &[pending(
+            "4h",
+            "0/2 nodes are available: 2 node(s) had volume node affinity conflict.",
+        )],
+        Kind::Unschedulable,
+    );
+    let crate::detectors::Fact::Unschedulable(u) = &only_volume.fact else {
+        panic!("{only_volume:#?}");
+    };
+    assert_eq!(u.reasons, [SchedulingReason::VolumeZone]);
+}

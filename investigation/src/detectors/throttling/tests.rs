@@ -164,6 +164,7 @@ fn unreachable(failure: DependencyFailure) -> Finding {
             count: 2,
             says: "lookup api.carrierhub.io on 10.96.0.10:53: read udp: i/o timeout".into(),
             peer_ready: None,
+            peer_namespace: None,
             node: None,
             client_side: false,
         },

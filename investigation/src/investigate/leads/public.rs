@@ -58,7 +58,7 @@ pub(super) async fn follow<E: EvidenceSource>(
         .unwrap_or_default();
     let server = kube::objects(&pods).into_iter().find(|pod| {
         kube::str_at(pod, "/metadata/namespace").is_some_and(|ns| Some(ns) != client_namespace)
-            && kube::spec_holds(pod, host)
+            && kube::serves_host(pod, host)
     });
     let Some(server) = server else {
         c.skip(
@@ -105,11 +105,7 @@ fn selecting_service(
             let selector = service
                 .pointer("/spec/selector")
                 .and_then(Value::as_object)?;
-            let picks = !selector.is_empty()
-                && selector.iter().all(|(k, v)| {
-                    v.as_str()
-                        .is_some_and(|v| labels.get(k).map(String::as_str) == Some(v))
-                });
+            let picks = kube::selects(selector, labels);
             let headless = kube::str_at(service, "/spec/clusterIP") == Some("None");
             picks.then(|| {
                 (

@@ -16,6 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::detectors::datastores::hosts_in;
 use crate::detectors::lead::{HostName, host_name, split_endpoint};
+use crate::detectors::slots;
 use crate::kube::{self, selector_of};
 use crate::tools::{CapabilityRequest, EvidenceSource};
 
@@ -40,16 +41,13 @@ pub const STORE_METRICS: &[&str] = &[
     "pg_stat_activity_max_tx_duration",
 ];
 
-/// Data store products, as their images are named.
+/// Data store products other than Postgres ([`kube::is_postgres_image`]), as their images are
+/// named.
 const PRODUCTS: &[&str] = &[
     "redis",
     "valkey",
     "keydb",
     "memcached",
-    "postgres",
-    "postgresql",
-    "postgis",
-    "timescaledb",
     "mysql",
     "mariadb",
     "percona",
@@ -58,16 +56,12 @@ const PRODUCTS: &[&str] = &[
 /// Whether an image is a data store's (`docker.io/library/redis:7.2`, `…/postgres:16`), not
 /// its exporter's.
 pub fn is_store_image(image: &str) -> bool {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    let name = last
-        .split([':', '@'])
-        .next()
-        .unwrap_or(last)
-        .to_ascii_lowercase();
-    !name.contains("exporter")
-        && PRODUCTS
-            .iter()
-            .any(|p| name == *p || name.starts_with(&format!("{p}-")))
+    let name = kube::image_name(image);
+    kube::is_postgres_image(image)
+        || (!name.contains("exporter")
+            && PRODUCTS
+                .iter()
+                .any(|p| name == *p || name.starts_with(&format!("{p}-"))))
 }
 
 /// Reads the stores: resolves them, reads each one's log, then their metrics. Returns the
@@ -185,14 +179,14 @@ const GROWTH_STEP_SECS: u32 = 3600;
 /// replication slot's retained WAL and whether a consumer reads it, and the database's size.
 pub const DATABASE_GROWTH_METRICS: &[(&str, &str)] = &[
     (
-        "pg_replication_slots_pg_wal_lsn_diff",
+        slots::RETAINED,
         "the WAL each replication slot of the database retains",
     ),
     (
-        "pg_replication_slot_slot_is_active",
+        slots::ACTIVE,
         "whether a consumer reads each replication slot",
     ),
-    ("pg_database_size_bytes", "the database's own size"),
+    (slots::SIZE, "the database's own size"),
 ];
 
 /// A filling volume's growth: the claim's free bytes over [`GROWTH_HOURS`] (how fast it fills,
