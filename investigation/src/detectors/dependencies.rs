@@ -1,5 +1,6 @@
-//! Dependencies an application cannot reach: connections refused, reset or timing out, and
-//! DNS lookups that fail or time out, one finding per endpoint, from application logs.
+//! Dependencies an application cannot reach: connections refused, reset or timing out, DNS
+//! lookups that fail or time out, and calls to a named endpoint that time out waiting for the
+//! answer (the other end is slow), one finding per endpoint, from application logs.
 //!
 //! | kind | role | verified when |
 //! |---|---|---|
@@ -34,6 +35,10 @@ static TIMED_OUT: LazyLock<Regex> =
 static DNS: LazyLock<Regex> = regex!(
     r"(?i)no such host|name or service not known|temporary failure in name resolution|could not resolve host|nodename nor servname|\bNXDOMAIN\b|server misbehaving|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|UnknownHostException|could not translate host name"
 );
+/// A call that timed out waiting for its answer, in the client libraries' words.
+static SLOW: LazyLock<Regex> = regex!(
+    r"(?i)context deadline exceeded|Client\.Timeout exceeded|timeout awaiting response headers|\bread timed? ?out\b|\bReadTimeout(?:Error|Exception)?\b|SocketTimeoutException|HttpTimeoutException|\bESOCKETTIMEDOUT\b"
+);
 /// A lookup that reached the DNS server and got no answer in time (the server is slow or
 /// overloaded, not the name wrong): `lookup x on 10.96.0.10:53: read udp …: i/o timeout`.
 static DNS_TIMEOUT: LazyLock<Regex> =
@@ -55,6 +60,9 @@ pub enum DependencyFailure {
     DnsLookup,
     /// Lookups reach the DNS server and get no answer in time.
     DnsTimeout,
+    /// Calls are accepted and time out waiting for the answer (`context deadline exceeded`,
+    /// `Read timed out`): the other end is slow, not unreachable.
+    Slow,
 }
 
 /// A dependency an application cannot reach.
@@ -135,7 +143,7 @@ impl Payload for Dependency {
     }
 
     fn title(&self) -> String {
-        if let Some(service) = &self.peer_ready {
+        if let (Some(service), DependencyFailure::Connect) = (&self.peer_ready, self.failure) {
             return format!(
                 "Cannot connect to dependency {}, though Service `{service}` has ready endpoints",
                 self.name()
@@ -149,6 +157,9 @@ impl Payload for Dependency {
                 format!("Cannot connect to {endpoint}")
             }
             DependencyFailure::Connect => format!("Cannot connect to dependency {endpoint}"),
+            DependencyFailure::Slow => {
+                format!("Calls to dependency {endpoint} time out waiting for an answer")
+            }
         }
     }
 
@@ -157,6 +168,7 @@ impl Payload for Dependency {
             DependencyFailure::DnsTimeout => "DNS queries get no answer in time from",
             DependencyFailure::DnsLookup => "DNS lookups fail for",
             DependencyFailure::Connect => "connections fail to",
+            DependencyFailure::Slow => "calls time out waiting for an answer from",
         };
         let times = if self.count == 1 {
             "once".to_string()
@@ -202,6 +214,10 @@ impl Payload for Dependency {
                 "Check the cluster DNS behind {endpoint}: CoreDNS pods' CPU throttling, restarts \
                  and load (`kubectl -n kube-system top pods -l k8s-app=kube-dns`)."
             ),
+            DependencyFailure::Slow => format!(
+                "Find why {endpoint} answers slowly: its pods' CPU, memory and garbage \
+                 collection, its own slow-request log, and the load on it."
+            ),
         }
     }
 
@@ -220,7 +236,9 @@ impl Payload for Dependency {
             .filter(|_| self.client_side)
             .map(|pod| Lead::ClientNode { pod: pod.clone() })
             .collect();
-        let (DependencyFailure::Connect, Some(endpoint)) = (&self.failure, &self.endpoint) else {
+        let (DependencyFailure::Connect | DependencyFailure::Slow, Some(endpoint)) =
+            (&self.failure, &self.endpoint)
+        else {
             return client_node;
         };
         if self.to_sidecar() {
@@ -246,6 +264,7 @@ impl Payload for Dependency {
         let policies = self
             .peer_ready
             .as_ref()
+            .filter(|_| self.failure == DependencyFailure::Connect)
             .and(self.peer_namespace.clone())
             .map(|namespace| Lead::Policies { namespace });
         client_node
@@ -262,10 +281,13 @@ fn is_dns(line: &str) -> bool {
 
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let connect_repeats = repeats(round.evidence, |l| DEPENDENCY.is_match(l) && !is_dns(l));
+    let slow_repeats = repeats(round.evidence, |l| {
+        SLOW.is_match(l) && !DEPENDENCY.is_match(l) && !is_dns(l)
+    });
     let dns_repeats = repeats(round.evidence, is_dns);
     let mut findings: Vec<Finding> = LogScan::all(round, false)
         .iter()
-        .flat_map(|scan| dependency_errors(scan, connect_repeats, dns_repeats))
+        .flat_map(|scan| dependency_errors(scan, connect_repeats, dns_repeats, slow_repeats))
         .collect();
     for finding in &mut findings {
         if let Fact::Dependency(d) = &mut finding.fact
@@ -352,6 +374,7 @@ fn dependency_errors(
     scan: &LogScan<'_>,
     connect_repeats: usize,
     dns_repeats: usize,
+    slow_repeats: usize,
 ) -> Vec<Finding> {
     // endpoint → (failure, count, last line index, last line)
     let mut by_endpoint: BTreeMap<Option<String>, (DependencyFailure, usize, usize, &str)> =
@@ -367,14 +390,24 @@ fn dependency_errors(
             )
         } else if DEPENDENCY.is_match(line) {
             (last_endpoint(line), DependencyFailure::Connect)
+        } else if SLOW.is_match(line)
+            && let Some(endpoint) = last_endpoint(line)
+        {
+            // Only a call to a named endpoint: a bare deadline names nothing to look at.
+            (Some(endpoint), DependencyFailure::Slow)
         } else {
             continue;
         };
         let entry = by_endpoint
             .entry(endpoint)
             .or_insert((failure, 0, index, line));
-        // A name that fails to resolve anywhere is a DNS failure, whatever else its lines say.
-        if failure != DependencyFailure::Connect {
+        // A name that fails to resolve anywhere is a DNS failure, whatever else its lines say;
+        // a connection that fails is more than a slow answer.
+        if matches!(
+            failure,
+            DependencyFailure::DnsLookup | DependencyFailure::DnsTimeout
+        ) || (failure == DependencyFailure::Connect && entry.0 == DependencyFailure::Slow)
+        {
             entry.0 = failure;
         }
         entry.1 += 1;
@@ -384,14 +417,14 @@ fn dependency_errors(
     by_endpoint
         .into_iter()
         .map(|(endpoint, (failure, count, index, line))| {
-            let quote = [&*DNS_TIMEOUT, &*DNS, &*DEPENDENCY]
+            let quote = [&*DNS_TIMEOUT, &*DNS, &*DEPENDENCY, &*SLOW]
                 .into_iter()
                 .find(|re| re.is_match(line))
                 .map_or_else(|| quote_line(line), |re| quote_deciding(line, re));
-            let class_repeats = if failure == DependencyFailure::Connect {
-                connect_repeats
-            } else {
-                dns_repeats
+            let class_repeats = match failure {
+                DependencyFailure::Connect => connect_repeats,
+                DependencyFailure::Slow => slow_repeats,
+                _ => dns_repeats,
             };
             let (verified, confidence) = scan.class_strength(index, class_repeats);
             Finding::new(

@@ -46,6 +46,7 @@ pub mod disk;
 pub mod disruptions;
 pub mod endpoints;
 pub mod errors;
+pub mod gc;
 pub mod hostpaths;
 pub mod images;
 pub mod jobs;
@@ -224,6 +225,7 @@ registry! {
     certificates: [Certificate, CertificateIssued],
     dependencies: [Dependency],
     policies: [PolicyDenies],
+    gc: [GcOverhead],
     connections: [ConnectionsExhausted],
     datastores: [DependencyWait, CacheFull, LockHeld],
     limits: [ProcessLimit],
