@@ -9,7 +9,7 @@
 //!   `Resolved: #1234 …`, and severity prefixes (`Warning: disk full`, no status) — the rest,
 //!   without `[…]` tags, is the rule's name. A title that merely starts with the word `Resolved`
 //!   or `Recovered` marks recovery without naming the alert. Dead man's switches open the same
-//!   way with `MISSED:`, `Late:`, `Failed:`.
+//!   way with `MISSED:`.
 //!
 //! A rule's human name identifies the alert for matching a recovery with its firing alert; it is
 //! not an `alertname` label. Leading markup (`*`, `_`, `>`), `:emoji:` codes and symbols (✅ 🔥)
@@ -95,7 +95,7 @@ fn word_status(word: &str) -> Option<AlertStatus> {
     match word.to_ascii_lowercase().as_str() {
         "triggered" | "retriggered" | "firing" => Some(AlertStatus::Firing),
         // Dead man's switches (Cronitor, jobwatch-style webhooks): `MISSED: nightly-export`.
-        "missed" | "missing" | "late" | "failed" => Some(AlertStatus::Firing),
+        "missed" => Some(AlertStatus::Firing),
         "resolved" | "recovered" => Some(AlertStatus::Resolved),
         _ => None,
     }

@@ -186,6 +186,7 @@ const POSTGRES_IMAGES: [&str; 5] = ["postgres", "postgresql", "postgis", "timesc
 pub fn is_postgres_image(image: &str) -> bool {
     let name = image_name(image);
     !name.contains("exporter")
+        && !name.contains("operator")
         && POSTGRES_IMAGES
             .iter()
             .any(|p| name == *p || name.starts_with(&format!("{p}-")))
@@ -199,15 +200,20 @@ fn host_of(value: &str) -> String {
     rest[..end].to_ascii_lowercase()
 }
 
-/// Env names that say which host a process serves as its own (`KC_HOSTNAME`, `PUBLIC_URL`,
-/// `GF_SERVER_ROOT_URL`, `SERVER_NAME`), not one it calls (`ISSUER_URL`, `PAYMENTS_BASE_URL`).
-const SERVING_ENV: [&str; 6] = [
-    "HOSTNAME",
+/// Env names that say which host a process serves as its own, as the servers that read them
+/// name them — never a suffix a client's setting may end in too (`DB_HOSTNAME`,
+/// `KEYCLOAK_EXTERNAL_URL`).
+const SERVING_ENV: [&str; 10] = [
+    "KC_HOSTNAME",
+    "KC_HOSTNAME_URL",
+    "GF_SERVER_ROOT_URL",
+    "GF_SERVER_DOMAIN",
     "PUBLIC_URL",
     "EXTERNAL_URL",
     "ROOT_URL",
     "SERVER_NAME",
     "SITE_URL",
+    "VIRTUAL_HOST",
 ];
 
 /// Whether a pod is configured to serve `host` as its own: an env value under a serving name
@@ -215,12 +221,7 @@ const SERVING_ENV: [&str; 6] = [
 /// `--external-url` or `--server-name` argument, whose host is exactly `host`.
 pub fn serves_host(pod: &Value, host: &str) -> bool {
     let host = host.to_ascii_lowercase();
-    let serving_env = |name: &str| {
-        let name = name.to_ascii_uppercase();
-        SERVING_ENV
-            .iter()
-            .any(|s| name == *s || name.ends_with(&format!("_{s}")))
-    };
+    let serving_env = |name: &str| SERVING_ENV.contains(&name.to_ascii_uppercase().as_str());
     let serving_flag = |flag: &str| {
         [
             "--hostname",

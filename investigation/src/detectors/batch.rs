@@ -119,14 +119,18 @@ impl Payload for BatchStarted {
         )
     }
 
-    /// Every rise that followed its start closely enough, not only the one it is named with.
+    /// The rise it is named with, and those of work that came with it (within the clocks'
+    /// skew of it): one load arriving shows in several series at once.
     fn explains(&self, effect: &Finding) -> bool {
-        let at = match &effect.fact {
-            Fact::MetricStep(m) if m.after > m.before && !m.series.starts_with("kube_") => m.at,
-            Fact::LoadGrowth(l) => l.at,
+        let (series, at) = match &effect.fact {
+            Fact::MetricStep(m) if m.after > m.before && !m.series.starts_with("kube_") => {
+                (&m.series, m.at)
+            }
+            Fact::LoadGrowth(l) => (&l.series, l.at),
             _ => return false,
         };
-        self.started <= at + SKEW && at - self.started <= BEFORE_STEP
+        let rose = self.started + Duration::minutes(self.lag_minutes);
+        *series == self.followed_by || (at - rose).abs() <= SKEW
     }
 }
 

@@ -28,16 +28,17 @@ use super::{Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Su
 use crate::kube;
 
 static DEPENDENCY: LazyLock<Regex> = regex!(
-    r"(?i)connection refused|connection reset|connection timed out|connect(?:ion)? timeout|i/o timeout|could not connect|couldn't connect|failed to connect|unable to connect|cannot connect|can't connect|no route to host|host is unreachable|network is unreachable|all host\(s\) tried|\bECONNREFUSED\b|\bETIMEDOUT\b|\bEHOSTUNREACH\b|server closed the connection unexpectedly|could not translate host name|\bconnectexception\b"
+    r"(?i)connection refused|connection reset|connection timed out|connect(?:ion)? timeout|i/o timeout|could not connect|couldn't connect|failed to connect|unable to connect|cannot connect|can't connect|no route to host|host is unreachable|network is unreachable|all host\(s\) tried|\bECONNREFUSED\b|\bETIMEDOUT\b|\bEHOSTUNREACH\b|server closed the connection unexpectedly|could not translate host name|\bconnectexception\b|connect timed out|waiting for connection"
 );
-static TIMED_OUT: LazyLock<Regex> =
-    regex!(r"(?i)i/o timeout|connection timed out|connect(?:ion)? timeout|\bETIMEDOUT\b");
+static TIMED_OUT: LazyLock<Regex> = regex!(
+    r"(?i)i/o timeout|connection timed out|connect(?:ion)? timeout|\bETIMEDOUT\b|connect timed out|waiting for connection"
+);
 static DNS: LazyLock<Regex> = regex!(
     r"(?i)no such host|name or service not known|temporary failure in name resolution|could not resolve host|nodename nor servname|\bNXDOMAIN\b|server misbehaving|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|UnknownHostException|could not translate host name"
 );
 /// A call that timed out waiting for its answer, in the client libraries' words.
 static SLOW: LazyLock<Regex> = regex!(
-    r"(?i)context deadline exceeded|Client\.Timeout exceeded|timeout awaiting response headers|\bread timed? ?out\b|\bReadTimeout(?:Error|Exception)?\b|SocketTimeoutException|HttpTimeoutException|\bESOCKETTIMEDOUT\b"
+    r"context deadline exceeded|Client\.Timeout exceeded|timeout awaiting response headers|(?i:\bread timed out\b)|\bReadTimeout(?:Error|Exception)\b|SocketTimeoutException: Read timed out|HttpTimeoutException|\bESOCKETTIMEDOUT\b"
 );
 /// A lookup that reached the DNS server and got no answer in time (the server is slow or
 /// overloaded, not the name wrong): `lookup x on 10.96.0.10:53: read udp …: i/o timeout`.
@@ -98,6 +99,15 @@ impl Dependency {
     pub fn timed_out(&self) -> bool {
         self.failure == DependencyFailure::DnsTimeout
             || (self.failure == DependencyFailure::Connect && TIMED_OUT.is_match(&self.says))
+    }
+
+    /// Whether its packets may be silently dropped on the way (a policy, a firewall): the
+    /// connection times out, or the call waits out its deadline — which is how a client's
+    /// library reports a peer that never answers the handshake too. A refused or reset
+    /// connection was answered.
+    pub fn may_be_dropped(&self) -> bool {
+        self.failure == DependencyFailure::Slow
+            || (self.failure == DependencyFailure::Connect && self.timed_out())
     }
 
     /// Whether the endpoint is the pod itself (`localhost`, `127.0.0.1`): a sidecar.
@@ -264,7 +274,7 @@ impl Payload for Dependency {
         let policies = self
             .peer_ready
             .as_ref()
-            .filter(|_| self.failure == DependencyFailure::Connect)
+            .filter(|_| self.may_be_dropped())
             .and(self.peer_namespace.clone())
             .map(|namespace| Lead::Policies { namespace });
         client_node
@@ -282,7 +292,7 @@ fn is_dns(line: &str) -> bool {
 pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
     let connect_repeats = repeats(round.evidence, |l| DEPENDENCY.is_match(l) && !is_dns(l));
     let slow_repeats = repeats(round.evidence, |l| {
-        SLOW.is_match(l) && !DEPENDENCY.is_match(l) && !is_dns(l)
+        SLOW.is_match(l) && !DEPENDENCY.is_match(l) && !is_dns(l) && last_endpoint(l).is_some()
     });
     let dns_repeats = repeats(round.evidence, is_dns);
     let mut findings: Vec<Finding> = LogScan::all(round, false)
@@ -291,7 +301,10 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         .collect();
     for finding in &mut findings {
         if let Fact::Dependency(d) = &mut finding.fact
-            && d.failure == DependencyFailure::Connect
+            && matches!(
+                d.failure,
+                DependencyFailure::Connect | DependencyFailure::Slow
+            )
         {
             let peer = d.endpoint.as_deref().and_then(|e| ready_service(round, e));
             (d.peer_ready, d.peer_namespace) = match peer {
@@ -337,25 +350,29 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
 /// name gives — when the round read it and its Endpoints list at least one ready address.
 fn ready_service(round: &Round<'_>, endpoint: &str) -> Option<(String, Option<String>)> {
     let (host, _) = split_endpoint(endpoint);
-    let named = match host_name(&host) {
-        HostName::Service { name, .. } => Some(name),
-        _ => None,
+    let (named, named_namespace) = match host_name(&host) {
+        HostName::Service { name, namespace } => (Some(name), namespace),
+        _ => (None, None),
     };
     let objects = round.parsed_objects();
     let (service, namespace) = objects.iter().find_map(|(_, o)| {
         (kube::str_at(o, "/kind") == Some("Service")).then_some(())?;
         let name = kube::str_at(o, "/metadata/name")?;
+        let namespace = kube::str_at(o, "/metadata/namespace");
         let by_ip = kube::str_at(o, "/spec/clusterIP") == Some(host.as_str());
-        (by_ip || named.as_deref() == Some(name)).then(|| {
-            (
-                name.to_string(),
-                kube::str_at(o, "/metadata/namespace").map(str::to_string),
-            )
-        })
+        // A name that says its namespace is that namespace's Service only.
+        let by_name = named.as_deref() == Some(name)
+            && named_namespace
+                .as_deref()
+                .is_none_or(|ns| namespace.is_none_or(|n| n == ns));
+        (by_ip || by_name).then(|| (name.to_string(), namespace.map(str::to_string)))
     })?;
     let ready = objects.iter().any(|(_, o)| {
         kube::str_at(o, "/kind") == Some("Endpoints")
             && kube::str_at(o, "/metadata/name") == Some(service.as_str())
+            && namespace
+                .as_deref()
+                .is_none_or(|ns| kube::str_at(o, "/metadata/namespace").is_none_or(|n| n == ns))
             && o.pointer("/subsets")
                 .and_then(serde_json::Value::as_array)
                 .is_some_and(|subsets| {

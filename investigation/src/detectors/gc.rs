@@ -115,14 +115,14 @@ impl Payload for GcOverhead {
     /// The calls that time out or fail against a Service that selects it, and its own probes.
     fn explains(&self, effect: &Finding) -> bool {
         if let Fact::Dependency(d) = &effect.fact {
-            return matches!(
-                d.failure,
-                DependencyFailure::Slow | DependencyFailure::Connect
-            ) && d.endpoint.as_deref().is_some_and(|e| {
-                self.services
-                    .iter()
-                    .any(|(name, ip)| names_service(e, name, ip.as_deref()))
-            });
+            // Pauses make calls wait and time out; they refuse or reset nothing.
+            return (d.failure == DependencyFailure::Slow
+                || (d.failure == DependencyFailure::Connect && d.timed_out()))
+                && d.endpoint.as_deref().is_some_and(|e| {
+                    self.services
+                        .iter()
+                        .any(|(name, ip)| names_service(e, name, ip.as_deref()))
+                });
         }
         pod_failure_explains(Some(&self.pod), effect)
     }

@@ -689,6 +689,15 @@ pub fn alert_symptom(target: &AlertTarget) -> Symptom {
             | Focus::Other => Symptom::Any,
         };
     }
+    // A run that never finished, as a dead man's switch titles it (`MISSED: nightly-export did
+    // not complete`): said of the rule or a title-like value, never of requests in prose.
+    let unfinished = |text: &str| {
+        let text = text.to_ascii_lowercase();
+        UNFINISHED.iter().any(|p| text.contains(p))
+    };
+    if target.rule.as_deref().is_some_and(unfinished) {
+        return Symptom::JobFailed;
+    }
     match symptom_in(&name, true) {
         Symptom::Any => {
             let text = [&target.rule, &target.summary, &target.description]
@@ -698,18 +707,8 @@ pub fn alert_symptom(target: &AlertTarget) -> Symptom {
                 .join(" ")
                 .to_ascii_lowercase();
             match symptom_in(&text, false) {
-                // A webhook's free text may put its whole title in a `key: value` line
-                // (`MISSED: nightly-export did not complete`): the values' words, last.
-                Symptom::Any => {
-                    let values = target
-                        .labels
-                        .values()
-                        .map(String::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        .to_ascii_lowercase();
-                    symptom_in(&values, false)
-                }
+                // A webhook's free text may put its whole title in a `key: value` line.
+                Symptom::Any if target.labels.values().any(|v| unfinished(v)) => Symptom::JobFailed,
                 symptom => symptom,
             }
         }
@@ -720,6 +719,17 @@ pub fn alert_symptom(target: &AlertTarget) -> Symptom {
 /// The symptom `words` name. An alert's name may say it with one word (`JobFailed`,
 /// `ServiceDown`); its prose needs more, since `job`, `node` and `down` are in every
 /// Prometheus label set.
+/// How a run that never finished is said.
+const UNFINISHED: [&str; 7] = [
+    "did not complete",
+    "didn't complete",
+    "not completed",
+    "did not finish",
+    "didn't finish",
+    "did not run",
+    "didn't run",
+];
+
 fn symptom_in(words: &str, name: bool) -> Symptom {
     let has = |needles: &[&str]| needles.iter().any(|n| words.contains(n));
     if has(&[
@@ -738,14 +748,6 @@ fn symptom_in(words: &str, name: bool) -> Symptom {
         "cronjob",
         "backoff limit",
         "backofflimit",
-        // A run that never finished, as a dead man's switch says it.
-        "did not complete",
-        "didn't complete",
-        "not completed",
-        "did not finish",
-        "didn't finish",
-        "did not run",
-        "didn't run",
     ]) || (name && has(&["job", "cron"]))
     {
         Symptom::JobFailed

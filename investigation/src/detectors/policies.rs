@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::text::line_with;
 use super::{
     Confidence, Fact, Finding, KindSpec, ObjectKind, Payload, Role, Round, Scene, Subject, Symptom,
     cite,
@@ -228,6 +227,10 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         let Fact::Dependency(d) = &finding.fact else {
             continue;
         };
+        // A refused or reset connection was answered: no policy dropped it.
+        if !d.may_be_dropped() {
+            continue;
+        }
         let (Some(service), Some(namespace), Some(client), Some(endpoint)) = (
             d.peer_ready.as_deref(),
             d.peer_namespace.as_deref(),
@@ -258,17 +261,22 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         else {
             continue;
         };
-        // The Service's pods' labels: a read pod it selects, else the selector's own.
-        let target = pods
+        // The Service's pods' labels: a pod of its namespace it selects, read this round; else
+        // only the selector's own, and then a policy selecting on other labels cannot be judged.
+        let read_pod = pods
             .iter()
+            .filter(|(_, p)| {
+                kube::str_at(p, "/metadata/namespace").is_none_or(|ns| ns == namespace)
+            })
             .map(|(_, p)| kube::labels_of(p))
-            .find(|labels| kube::selects(selector, labels))
-            .unwrap_or_else(|| {
-                selector
-                    .iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                    .collect()
-            });
+            .find(|labels| kube::selects(selector, labels));
+        let labels_known = read_pod.is_some();
+        let target = read_pod.unwrap_or_else(|| {
+            selector
+                .iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        });
         let mut selecting: Vec<(&crate::evidence::Evidence, &str)> = Vec::new();
         let mut admits: Vec<String> = Vec::new();
         let mut admitted = false;
@@ -283,11 +291,16 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
                 .pointer("/spec/policyTypes")
                 .and_then(Value::as_array);
             let for_ingress = types.is_none_or(|t| t.iter().any(|t| t.as_str() == Some("Ingress")));
-            let Some(pod_selector) = match_labels(policy.pointer("/spec/podSelector")) else {
+            if !for_ingress {
+                continue;
+            }
+            let judged = match_labels(policy.pointer("/spec/podSelector"))
+                .filter(|s| labels_known || s.keys().all(|k| target.contains_key(k)));
+            let Some(pod_selector) = judged else {
                 admitted = true;
                 continue;
             };
-            if !for_ingress || !picks(&pod_selector, &target) {
+            if !picks(&pod_selector, &target) {
                 continue;
             }
             selecting.push((evidence, name));
@@ -318,7 +331,12 @@ pub(super) fn detect(round: &Round<'_>) -> Vec<Finding> {
         let refs = selecting
             .iter()
             .filter_map(|(evidence, name)| {
-                line_with(evidence, &format!("name: {name}")).map(|q| cite(evidence, q))
+                let whole = format!("name: {name}");
+                evidence
+                    .excerpt
+                    .lines()
+                    .find(|l| l.trim_start_matches([' ', '-']) == whole)
+                    .map(|l| cite(evidence, l.trim().to_string()))
             })
             .collect::<Vec<_>>();
         if refs.is_empty() {

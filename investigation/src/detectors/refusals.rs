@@ -368,7 +368,7 @@ fn refused(line: &str) -> Option<(RefusedState, &'static Regex)> {
 /// `upstream connect error … reset reason: connection timeout`). That is a connection that
 /// fails (`dependencies.rs`), not a backend with nothing ready behind it.
 static UPSTREAM_CONNECT: LazyLock<Regex> = regex!(
-    r"(?i)upstream connect error|reset reason: (?:connection|remote connection|local connection)|delayed connect error"
+    r"(?i)upstream connect error|reset reason: (?:connection (?:failure|timeout)|(?:remote|local) connection failure)|delayed connect error"
 );
 
 /// The dependency a line names.

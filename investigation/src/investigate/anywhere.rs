@@ -168,14 +168,36 @@ pub async fn spelled_subject<E: EvidenceSource>(
     None
 }
 
-/// The hosts of the URLs a text names (`https://status.example.com/v1/health`), lowercased, in
-/// order, once each.
+/// The hosts of the URLs a text names as what it checks (`GET https://status.example.com/…`),
+/// lowercased, in order, once each — not its links (a line led by `Runbook:`, `Dashboard:`,
+/// `Source:`, `Silence:`, a Slack `<url|text>` link), which point at the tools around it.
 fn url_hosts(text: &str) -> Vec<String> {
     static URL_HOST: std::sync::LazyLock<regex::Regex> = regex!(
         r"(?i)\bhttps?://([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+)"
     );
+    const LINKS: [&str; 9] = [
+        "runbook",
+        "dashboard",
+        "source",
+        "silence",
+        "panel",
+        "graph",
+        "docs",
+        "playbook",
+        "view",
+    ];
+    let checked = text
+        .lines()
+        .filter(|line| {
+            let lead = line
+                .trim_start_matches(|c: char| !c.is_alphanumeric())
+                .to_ascii_lowercase();
+            !LINKS.iter().any(|l| lead.starts_with(l)) && !line.contains('|')
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut hosts: Vec<String> = Vec::new();
-    for caps in URL_HOST.captures_iter(text) {
+    for caps in URL_HOST.captures_iter(&checked) {
         let host = caps[1].to_ascii_lowercase();
         if !hosts.contains(&host) {
             hosts.push(host);
@@ -199,7 +221,14 @@ pub async fn routed_subject<E: EvidenceSource>(
     {
         return None;
     }
-    let hosts = url_hosts(text);
+    let source = target
+        .source_url
+        .as_deref()
+        .and_then(|u| url_hosts(u).pop());
+    let hosts: Vec<String> = url_hosts(text)
+        .into_iter()
+        .filter(|h| Some(h) != source.as_ref())
+        .collect();
     if hosts.is_empty() {
         return None;
     }
@@ -286,6 +315,12 @@ mod tests {
             ["status.example.com", "app.checklyhq.com"]
         );
         assert!(url_hosts("no link here, only api.example.com").is_empty());
+        assert!(
+            url_hosts(
+                "*Runbook:* <https://runbooks.example.com/x|:book:>\nDashboard: https://grafana.example.com/d/1"
+            )
+            .is_empty()
+        );
     }
 
     #[test]

@@ -395,7 +395,8 @@ pub async fn follow<E: EvidenceSource>(
                     label_selector: None,
                 },
                 format!(
-                    "the other end is ready while connections to it fail: which NetworkPolicies                      of `{namespace}` admit whom"
+                    "the other end is ready while connections to it fail: which NetworkPolicies \
+                     of `{namespace}` admit whom"
                 ),
             )
             .await;

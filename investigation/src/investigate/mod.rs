@@ -139,11 +139,13 @@ pub async fn investigate<E: EvidenceSource>(
                 &located
             }
             None => {
+                // What its words spell first; else the Service its URL's host is routed to.
                 let text = &state.alert.text;
-                let routed = anywhere::routed_subject(&mut collector, target, text).await;
-                let spelled = match routed {
-                    Some((namespace, service)) => Some((namespace, "Service".to_string(), service)),
-                    None => anywhere::spelled_subject(&mut collector, target, text).await,
+                let spelled = match anywhere::spelled_subject(&mut collector, target, text).await {
+                    Some(spelled) => Some(spelled),
+                    None => anywhere::routed_subject(&mut collector, target, text)
+                        .await
+                        .map(|(namespace, service)| (namespace, "Service".to_string(), service)),
                 };
                 match spelled {
                     Some((namespace, kind, name)) => {

@@ -1190,11 +1190,13 @@ fn workload_name(pod: &PodInfo) -> Option<String> {
         })
 }
 
-/// The CronJob a Job's name says made it (`nightly-export-29087100` → `nightly-export`).
+/// The CronJob a Job's name says made it (`nightly-export-29087100` → `nightly-export`): the
+/// suffix is the scheduled time in minutes since the epoch (2017–2046), not a date
+/// (`backup-20241205`) nor a version.
 fn cronjob_of_job(job: &str) -> Option<&str> {
     let (prefix, minute) = job.rsplit_once('-')?;
-    (minute.len() >= 8 && minute.chars().all(|c| c.is_ascii_digit()) && !prefix.is_empty())
-        .then_some(prefix)
+    let minute: u64 = minute.parse().ok()?;
+    ((25_000_000..40_000_000).contains(&minute) && !prefix.is_empty()).then_some(prefix)
 }
 
 /// The one workload among `pods` that one of the alert's label values is (`worker:
@@ -1315,6 +1317,7 @@ mod tests {
         );
         assert_eq!(cronjob_of_job("db-migrate-v42"), None);
         assert_eq!(cronjob_of_job("backfill-2024"), None);
+        assert_eq!(cronjob_of_job("backup-20241205"), None);
         let pod = PodInfo {
             name: "nightly-billing-export-29087100-m4x7c".into(),
             owner: Some(("Job".into(), "nightly-billing-export-29087100".into())),

@@ -436,3 +436,43 @@ fn timeouts_toward_several_destinations_point_at_the_clients_node() {
     };
     assert!(!d.client_side);
 }
+
+#[test]
+fn a_call_that_waits_out_its_deadline_is_slow_and_a_connect_timeout_is_not() {
+    let failure = |line: &str| -> Option<DependencyFailure> {
+        let findings = detect(
+            &[log_of(1, POD, &format!("{line}\n{line}\n"))],
+            &service_level(),
+        );
+        all_of(&findings, Kind::Dependency)
+            .first()
+            .and_then(|f| match &f.fact {
+                Fact::Dependency(d) => Some(d.failure),
+                _ => None,
+            })
+    };
+    assert_eq!(
+        failure(
+            r#"ERROR search failed: perform request: Post "http://search-es.catalog.svc:9200/products/_search": context deadline exceeded"#
+        ),
+        Some(DependencyFailure::Slow)
+    );
+    assert_eq!(
+        failure("java.net.SocketTimeoutException: Read timed out calling pricing.shop.svc:8080"),
+        Some(DependencyFailure::Slow)
+    );
+    // Timing out before the connection was made is a connection that fails.
+    assert_eq!(
+        failure("java.net.SocketTimeoutException: connect timed out to pricing.shop.svc:8080"),
+        Some(DependencyFailure::Connect)
+    );
+    // A deadline that names nothing, and a configuration dump, are no call to look into.
+    assert_eq!(
+        failure("ERROR remote write failed: context deadline exceeded"),
+        None
+    );
+    assert_eq!(
+        failure("INFO client settings: readTimeout=30000 host=pricing.shop.svc:8080"),
+        None
+    );
+}

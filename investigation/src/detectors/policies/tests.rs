@@ -135,3 +135,49 @@ fn a_rule_admitting_the_client_or_one_that_cannot_be_judged_finds_nothing() {
     let egress = DENY_ALL_BUT_INGRESS.replace("policyTypes: [Ingress]", "policyTypes: [Egress]");
     assert!(!has(&findings(&egress), Kind::PolicyDenies));
 }
+
+#[test]
+fn rules_that_admit_everyone_or_a_peer_of_the_policys_own_namespace() {
+    // A rule with only ports, or an empty rule, admits every source.
+    let ports_only = format!("{DENY_ALL_BUT_INGRESS}    - ports:\n      - port: 8080\n");
+    assert!(!has(&findings(&ports_only), Kind::PolicyDenies));
+    let empty_rule = format!("{DENY_ALL_BUT_INGRESS}    - {{}}\n");
+    assert!(!has(&findings(&empty_rule), Kind::PolicyDenies));
+    // A pod selector alone admits pods of the policy's own namespace, not the client's.
+    let own_namespace = format!(
+        "{DENY_ALL_BUT_INGRESS}      - podSelector:\n          matchLabels:\n            app: checkout-api\n"
+    );
+    assert!(has(&findings(&own_namespace), Kind::PolicyDenies));
+}
+
+#[test]
+fn with_no_pod_of_the_service_read_a_policy_on_other_labels_cannot_be_judged() {
+    // The Service's pods were not read: an allow policy selecting `tier: api` may pick them.
+    let world: Vec<crate::evidence::Evidence> = world(&format!(
+        "{DENY_ALL_BUT_INGRESS}\
+- apiVersion: networking.k8s.io/v1
+  kind: NetworkPolicy
+  metadata:
+    name: allow-checkout
+    namespace: inventory
+  spec:
+    podSelector:
+      matchLabels:
+        tier: api
+    ingress:
+    - from:
+      - namespaceSelector:
+          matchLabels:
+            kubernetes.io/metadata.name: checkout
+"
+    ));
+    assert!(!has(&detect(&world, &service_level()), Kind::PolicyDenies));
+}
+
+#[test]
+fn a_refused_connection_was_answered_and_no_policy_is_blamed() {
+    let mut world = world(DENY_ALL_BUT_INGRESS);
+    let refused = "ERROR reserve failed: dial tcp 10.96.40.10:8080: connect: connection refused";
+    world[3] = log_of(4, CLIENT, &format!("{refused}\n{refused}\n"));
+    assert!(!has(&detect(&world, &service_level()), Kind::PolicyDenies));
+}
