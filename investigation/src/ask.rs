@@ -297,11 +297,7 @@ fn about_failures(state: &IncidentState) -> Vec<Question> {
     if let Some(first) = cluster.first() {
         let what = join_labels(cluster.iter().map(|m| m.capability.label()));
         let target = &state.alert.target;
-        let namespace = target
-            .namespace
-            .as_deref()
-            .map(|ns| format!(" -n {ns}"))
-            .unwrap_or_default();
+        let namespace = crate::detectors::text::namespace_flag(target.namespace.as_deref());
         let pod = target.pod.as_deref().unwrap_or("<pod>");
         out.push(Question::free(format!(
             "The {what} could not be read ({}): is the cluster API reachable from Firstline, and \

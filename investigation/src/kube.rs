@@ -103,7 +103,7 @@ pub fn ingress_routes(text: &str, host: &str) -> Vec<Route> {
 }
 
 /// [`ingress_routes`] over parsed Ingress objects.
-pub fn routes_of(ingresses: &[Value], host: &str) -> Vec<Route> {
+pub fn routes_of<'a>(ingresses: impl IntoIterator<Item = &'a Value>, host: &str) -> Vec<Route> {
     let mut routes: Vec<Route> = Vec::new();
     for ingress in ingresses {
         let (Some(name), Some(namespace)) = (
@@ -143,30 +143,12 @@ pub fn routes_of(ingresses: &[Value], host: &str) -> Vec<Route> {
 /// Whether a pod's containers hold `value` in an env value, their command or their arguments:
 /// what the pod is configured with, a URL it calls or the host it serves.
 pub fn spec_holds(pod: &Value, value: &str) -> bool {
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(str::to_string))
-            .collect()
-    };
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|container| {
-            let env_values = container
-                .get("env")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.get("value").and_then(Value::as_str));
-            env_values.into_iter().any(|v| v.contains(value))
-                || strings(container.get("args"))
-                    .iter()
-                    .chain(&strings(container.get("command")))
-                    .any(|a| a.contains(value))
-        })
+    containers_of(pod).any(|container| {
+        env_of(container)
+            .filter_map(|e| e.get("value").and_then(Value::as_str))
+            .any(|v| v.contains(value))
+            || args_of(container).iter().any(|a| a.contains(value))
+    })
 }
 
 /// An image's name without registry, path, tag or digest, lowercased
@@ -231,37 +213,21 @@ pub fn serves_host(pod: &Value, host: &str) -> bool {
         ]
         .contains(&flag)
     };
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|container| {
-            let env = container
-                .get("env")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .any(|e| {
-                    str_at(e, "/name").is_some_and(serving_env)
-                        && str_at(e, "/value").is_some_and(|v| host_of(v) == host)
-                });
-            let args: Vec<&str> = ["command", "args"]
-                .iter()
-                .filter_map(|k| container.get(*k).and_then(Value::as_array))
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let flagged = args
-                .iter()
-                .enumerate()
-                .any(|(i, arg)| match arg.split_once('=') {
-                    Some((flag, value)) => serving_flag(flag) && host_of(value) == host,
-                    None => {
-                        serving_flag(arg) && args.get(i + 1).is_some_and(|v| host_of(v) == host)
-                    }
-                });
-            env || flagged
-        })
+    containers_of(pod).any(|container| {
+        let env = env_of(container).any(|e| {
+            str_at(e, "/name").is_some_and(serving_env)
+                && str_at(e, "/value").is_some_and(|v| host_of(v) == host)
+        });
+        let args = args_of(container);
+        let flagged = args
+            .iter()
+            .enumerate()
+            .any(|(i, arg)| match arg.split_once('=') {
+                Some((flag, value)) => serving_flag(flag) && host_of(value) == host,
+                None => serving_flag(arg) && args.get(i + 1).is_some_and(|v| host_of(v) == host),
+            });
+        env || flagged
+    })
 }
 
 /// Whether a Service's or policy's `matchLabels`-style selector picks an object with `labels`:
@@ -286,6 +252,43 @@ pub fn labels_of(object: &Value) -> BTreeMap<String, String> {
         .into_iter()
         .flatten()
         .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
+}
+
+/// The claims a pod object's volumes name.
+pub fn claims_of(pod: &Value) -> Vec<&str> {
+    pod.pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| str_at(v, "/persistentVolumeClaim/claimName"))
+        .collect()
+}
+
+/// A pod object's containers.
+fn containers_of(pod: &Value) -> impl Iterator<Item = &Value> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// A container's env entries.
+fn env_of(container: &Value) -> impl Iterator<Item = &Value> {
+    container
+        .get("env")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// A container's command, then its arguments.
+fn args_of(container: &Value) -> Vec<&str> {
+    ["command", "args"]
+        .iter()
+        .filter_map(|k| container.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
         .collect()
 }
 
@@ -641,13 +644,7 @@ pub fn pod_from_object(pod: &Value) -> Option<PodInfo> {
     };
     let mut containers = statuses("initContainerStatuses", true);
     containers.extend(statuses("containerStatuses", false));
-    let claims = pod
-        .pointer("/spec/volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| str_at(v, "/persistentVolumeClaim/claimName").map(str::to_string))
-        .collect();
+    let claims = claims_of(pod).into_iter().map(str::to_string).collect();
     let ready_condition = conditions_of(pod).into_iter().find(|c| c.kind == "Ready");
     // Without its Ready condition (an excerpt may keep only the containers'), a pod is ready
     // when every app container is.

@@ -231,10 +231,10 @@ fn no_endpoints(
 /// that is not the refusing client.
 fn hosts_reaching(round: &Round<'_>, endpoints: &Value, name: &str) -> Vec<String> {
     let namespace = kube::str_at(endpoints, "/metadata/namespace");
-    let ingresses: Vec<Value> = round
+    let ingresses: Vec<&Value> = round
         .objects("Ingress")
         .into_iter()
-        .map(|(_, ingress)| ingress.clone())
+        .map(|(_, ingress)| ingress)
         .collect();
     let own_pods: Vec<&str> = endpoints
         .get("subsets")
@@ -261,7 +261,7 @@ fn hosts_reaching(round: &Round<'_>, endpoints: &Value, name: &str) -> Vec<Strin
         if hosts.contains(&host) {
             continue;
         }
-        let routes = kube::routes_of(&ingresses, &host);
+        let routes = kube::routes_of(ingresses.iter().copied(), &host);
         let reaches = if routes.is_empty() {
             round.pods().into_iter().any(|(_, pod)| {
                 kube::str_at(pod, "/metadata/name")

@@ -179,11 +179,7 @@ impl Payload for HostPathWriter {
     }
 
     fn step(&self, _scene: &Scene) -> String {
-        let ns = self
-            .namespace
-            .as_deref()
-            .map(|n| format!(" -n {n}"))
-            .unwrap_or_default();
+        let ns = super::text::namespace_flag(self.namespace.as_deref());
         format!(
             "Set {} back to its usual level on the workload that owns pod `{}` (`kubectl set \
              env{ns}` on it, `{}=info`), then free node `{}`'s disk: truncate or rotate what it wrote \

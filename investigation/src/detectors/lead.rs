@@ -204,6 +204,23 @@ pub fn host_name(host: &str) -> HostName {
     }
 }
 
+/// The hosts (and ports) of the URLs a text names (`https://auth.example.com:8443/realms/x` →
+/// `auth.example.com`, 8443), lowercased, in order.
+pub fn url_hosts(text: &str) -> Vec<(String, Option<u16>)> {
+    static URL_HOST: std::sync::LazyLock<regex::Regex> = regex!(
+        r"(?i)\bhttps?://([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)(?::(\d{2,5}))?"
+    );
+    URL_HOST
+        .captures_iter(text)
+        .map(|c| {
+            (
+                c[1].to_ascii_lowercase(),
+                c.get(2).and_then(|p| p.as_str().parse().ok()),
+            )
+        })
+        .collect()
+}
+
 /// In-cluster DNS names a line mentions (`orders-db.shop.svc.cluster.local:5432`), with their
 /// ports.
 pub fn service_hosts(text: &str) -> Vec<(String, Option<u16>)> {

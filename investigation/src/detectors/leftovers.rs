@@ -108,11 +108,7 @@ impl Payload for FailedWorkKept {
     }
 
     fn step(&self, _scene: &Scene) -> String {
-        let ns = self
-            .namespace
-            .as_deref()
-            .map(|n| format!(" -n {n}"))
-            .unwrap_or_default();
+        let ns = super::text::namespace_flag(self.namespace.as_deref());
         format!(
             "Stop the retries of the failing work in pod `{}` (dead-letter or skip it, bound its \
              attempts), then remove what the failed attempts left under `{}` (`kubectl exec{ns} \

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use super::containers::pod_failure_explains;
 use super::finding::in_pod;
-use super::lead::{HostName, Lead, host_name, is_source_location, service_hosts, split_endpoint};
+use super::lead::{
+    HostName, Lead, host_name, is_source_location, service_hosts, split_endpoint, url_hosts,
+};
 use super::logscan::{LogScan, answer_repeats, repeats};
 use super::text::quote_deciding;
 use super::{
@@ -202,10 +204,6 @@ static STATES: LazyLock<Vec<(RefusedState, Regex)>> = LazyLock::new(|| {
 
 static ENDPOINT: LazyLock<Regex> = regex!(
     r"\b((?:[A-Za-z][A-Za-z0-9-]*\.)*[A-Za-z][A-Za-z0-9-]*|\d{1,3}(?:\.\d{1,3}){3}):(\d{2,5})\b"
-);
-/// A URL's host (and port): `https://auth.example.com/realms/x`.
-static URL_HOST: LazyLock<Regex> = regex!(
-    r"(?i)\bhttps?://([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)(?::(\d{2,5}))?"
 );
 
 /// A dependency refusing work because of its own state.
@@ -389,10 +387,13 @@ fn dependency_in(line: &str) -> Option<String> {
         .map(|c| format!("{}:{}", &c[1], &c[2]))
         .last()
         .or_else(|| {
-            URL_HOST.captures(line).map(|c| match c.get(2) {
-                Some(port) => format!("{}:{}", c[1].to_ascii_lowercase(), port.as_str()),
-                None => c[1].to_ascii_lowercase(),
-            })
+            url_hosts(line)
+                .into_iter()
+                .next()
+                .map(|(host, port)| match port {
+                    Some(port) => format!("{host}:{port}"),
+                    None => host,
+                })
         })
 }
 

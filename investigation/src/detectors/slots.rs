@@ -148,11 +148,7 @@ impl Payload for SlotRetainsWal {
     }
 
     fn step(&self, _scene: &Scene) -> String {
-        let ns = self
-            .namespace
-            .as_deref()
-            .map(|n| format!(" -n {n}"))
-            .unwrap_or_default();
+        let ns = super::text::namespace_flag(self.namespace.as_deref());
         format!(
             "If slot `{slot}`'s consumer is gone for good, drop it on the primary (`kubectl \
              exec{ns} {pod} -- psql -c \"SELECT pg_drop_replication_slot('{slot}')\"`), else \

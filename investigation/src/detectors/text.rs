@@ -41,6 +41,11 @@ pub fn field_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     field(line).and_then(|(k, v)| (k == key).then_some(v))
 }
 
+/// `kubectl`'s namespace flag for a command in a next step (` -n shop`), empty without one.
+pub fn namespace_flag(namespace: Option<&str>) -> String {
+    namespace.map(|n| format!(" -n {n}")).unwrap_or_default()
+}
+
 /// A verbatim, trimmed quote of a line, cut to [`MAX_QUOTE_CHARS`].
 pub fn quote_line(line: &str) -> String {
     prefix(line.trim(), MAX_QUOTE_CHARS).trim_end().to_string()

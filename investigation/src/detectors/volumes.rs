@@ -417,11 +417,7 @@ impl Payload for VolumeFilling {
     }
 
     fn step(&self, _scene: &Scene) -> String {
-        let ns = self
-            .namespace
-            .as_deref()
-            .map(|n| format!(" -n {n}"))
-            .unwrap_or_default();
+        let ns = super::text::namespace_flag(self.namespace.as_deref());
         let look = match self.pods.first() {
             Some(pod) => format!(" (`kubectl exec{ns} {pod} -- df -h` shows where it grows)"),
             None => String::new(),
@@ -538,12 +534,7 @@ fn filling(round: &Round<'_>) -> Option<Finding> {
         if elsewhere {
             continue;
         }
-        let mounts = pod
-            .pointer("/spec/volumes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .any(|v| kube::str_at(v, "/persistentVolumeClaim/claimName") == Some(claim));
+        let mounts = kube::claims_of(pod).contains(&claim);
         if !mounts
             || pods.iter().any(|p| p == name)
             || matches!(

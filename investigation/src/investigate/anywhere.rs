@@ -172,9 +172,6 @@ pub async fn spelled_subject<E: EvidenceSource>(
 /// lowercased, in order, once each — not its links (a line led by `Runbook:`, `Dashboard:`,
 /// `Source:`, `Silence:`, a Slack `<url|text>` link), which point at the tools around it.
 fn url_hosts(text: &str) -> Vec<String> {
-    static URL_HOST: std::sync::LazyLock<regex::Regex> = regex!(
-        r"(?i)\bhttps?://([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+)"
-    );
     const LINKS: [&str; 9] = [
         "runbook",
         "dashboard",
@@ -197,9 +194,9 @@ fn url_hosts(text: &str) -> Vec<String> {
         .collect::<Vec<_>>()
         .join("\n");
     let mut hosts: Vec<String> = Vec::new();
-    for caps in URL_HOST.captures_iter(&checked) {
-        let host = caps[1].to_ascii_lowercase();
-        if !hosts.contains(&host) {
+    // A dotted name: a bare `http://localhost` is no host an Ingress routes.
+    for (host, _) in crate::detectors::lead::url_hosts(&checked) {
+        if host.contains('.') && !hosts.contains(&host) {
             hosts.push(host);
         }
     }
